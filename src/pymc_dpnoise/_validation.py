@@ -1,0 +1,71 @@
+"""Argument checks that name the offending argument (in the spirit of Stan's ``check_*``)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+
+
+def constant_value(x):
+    """The numeric value of ``x`` if it is known now (a number, array, constant or shared), else None."""
+    if isinstance(x, SharedVariable):
+        return np.asarray(x.get_value())
+    if isinstance(x, Constant):
+        return np.asarray(x.data)
+    if isinstance(x, Variable):
+        return None
+    if isinstance(x, numbers.Number | np.ndarray | list | tuple | np.generic):
+        try:
+            return np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"could not convert argument to a float array: {err}") from None
+    return None
+
+
+def check_finite(name: str, value) -> None:
+    v = constant_value(value)
+    if v is None:
+        return
+    bad = ~np.isfinite(v)
+    if np.any(bad):
+        idx = np.argwhere(bad)[:5].tolist() if v.ndim else []
+        where = f" at index {idx}" if idx else ""
+        raise ValueError(f"`{name}` must be finite; got {v[bad].ravel()[:5]}{where}")
+
+
+def check_positive(name: str, value) -> None:
+    """Raise ``ValueError`` naming ``name`` if a known value is not finite and > 0."""
+    v = constant_value(value)
+    if v is None:
+        return
+    check_finite(name, v)
+    if np.any(v <= 0):
+        raise ValueError(f"`{name}` must be > 0; got {v[v <= 0].ravel()[:5]}")
+
+
+def check_less(name_lo: str, lo, name_hi: str, hi) -> None:
+    """Raise ``ValueError`` if known values do not satisfy lo < hi (elementwise, broadcast)."""
+    a, b = constant_value(lo), constant_value(hi)
+    if a is None or b is None:
+        return
+    check_finite(name_lo, a)
+    check_finite(name_hi, b)
+    try:
+        ok = np.less(a, b)
+    except ValueError as err:
+        raise ValueError(f"`{name_lo}` and `{name_hi}` do not broadcast: {err}") from None
+    if not np.all(ok):
+        raise ValueError(f"`{name_lo}` must be < `{name_hi}`; got {name_lo}={a}, {name_hi}={b}")
+
+
+def check_broadcast(**arrays) -> tuple[int, ...]:
+    """Broadcast shape of known arguments, or a ValueError that names them."""
+    shapes = {k: np.shape(v) for k, v in arrays.items() if v is not None}
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        desc = ", ".join(f"{k}{s}" for k, s in shapes.items())
+        raise ValueError(f"arguments do not broadcast together: {desc}") from None
