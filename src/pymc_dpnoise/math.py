@@ -57,32 +57,36 @@ def log_ndtr(x):
     return pt.switch(neg, left, right)
 
 
-def log_tilted_ndtr(x, kappa):
-    r"""Log of the exponentially tilted lower normal tail.
+def _tilted_tails(x, kappa):
+    r"""Both exponentially tilted normal tails at ``x``, from one ``erfcx`` call.
+
+    Returns ``(E, F)`` with
 
     .. math::
 
         E_\kappa(x) = \log \int_{-\infty}^{x} e^{\kappa (t - x)} \varphi(t)\, dt
-                    = \kappa^2/2 - \kappa x + \log\Phi(x - \kappa),
+                    = \kappa^2/2 - \kappa x + \log\Phi(x - \kappa),\qquad
+        F_\kappa(x) = \log \int_{x}^{\infty} e^{\kappa (t - x)} \varphi(t)\, dt
+                    = \kappa^2/2 - \kappa x + \log\Phi(\kappa - x).
 
-    for :math:`\kappa \ge 0`.  The factor :math:`e^{\kappa^2/2}` (which overflows for
-    large :math:`\kappa`) is cancelled analytically: for :math:`x < \kappa`,
-    :math:`E_\kappa(x) = -x^2/2 + \log(\operatorname{erfcx}((\kappa - x)/\sqrt2)/2)`.
+    With :math:`u = (x - \kappa)/\sqrt2`, the tail on the side of :math:`x` away from
+    :math:`\kappa` ("near") is :math:`-x^2/2 + \log(\operatorname{erfcx}(|u|)/2)` and the other
+    ("far") is the total :math:`\kappa^2/2 - \kappa x` minus it.  The near tail holds at most
+    half of the total, so the subtraction never cancels, and :math:`e^{\kappa^2/2}` (which
+    overflows for large :math:`\kappa`) never appears outside a log.
     """
-    x = _as_f64(x)
-    kappa = _as_f64(kappa)
-    below = pt.lt(x, kappa)
-    xb = pt.switch(below, x, kappa - 1.0)
-    xa = pt.switch(below, kappa + 1.0, x)
-    val_below = pt.log(pt.erfcx((kappa - xb) / _SQRT2)) - _LOG2 - 0.5 * pt.sqr(xb)
-    val_above = kappa * (0.5 * kappa - xa) + log_ndtr(xa - kappa)
-    return pt.switch(below, val_below, val_above)
+    up = pt.ge(x, kappa)
+    u = (x - kappa) / _SQRT2
+    au = pt.switch(up, u, -u)  # |u| with a one-sided derivative at 0
+    w = pt.log(pt.erfcx(au)) - _LOG2  # log(erfcx(|u|)/2)
+    near = w - 0.5 * pt.sqr(x)
+    far = pt.sqr(au) - 0.5 * pt.sqr(x) + pt.log1mexp(w - pt.sqr(au))
+    return pt.switch(up, far, near), pt.switch(up, near, far)
 
 
-def _log_tilted_upper(x, kappa):
-    # F_k(x) = log int_x^inf e^{k (t - x)} phi(t) dt, only used for x >= kappa, where it equals
-    # -x^2/2 + log(erfcx((x - kappa)/sqrt2)/2).  Callers pass safe arguments.
-    return pt.log(pt.erfcx((x - kappa) / _SQRT2)) - _LOG2 - 0.5 * pt.sqr(x)
+def log_tilted_ndtr(x, kappa):
+    r""":math:`E_\kappa(x) = \kappa^2/2 - \kappa x + \log\Phi(x - \kappa)`, finite for large :math:`\kappa`."""
+    return _tilted_tails(_as_f64(x), _as_f64(kappa))[0]
 
 
 def _logdiffexp(a, b):
@@ -99,31 +103,27 @@ def log_tilted_interval(lo, hi, kappa):
         \qquad \ell < h,\ \kappa \ge 0.
 
     This is the piece of LDP paper eq. 27 that multiplies the Laplace kernel
-    inside the clipping interval.  Two algebraically equal forms are used, chosen so
-    that the difference of exponentials never cancels catastrophically:
+    inside the clipping interval.  Of the two algebraically equal forms
 
-    * :math:`\ell \le \kappa`: :math:`J = \log(e^{E(h)} - e^{E(\ell) - \kappa(h - \ell)})`,
-    * :math:`\ell > \kappa`: :math:`J = \log(e^{F(\ell) - \kappa(h - \ell)} - e^{F(h)})`,
-      with :math:`F(x) = \log\int_x^\infty e^{\kappa(t - x)}\varphi(t)\,dt`.
+    * :math:`J = \log(e^{E(h)} - e^{E(\ell) - \kappa(h - \ell)})` and
+    * :math:`J = \log(e^{F(\ell) - \kappa(h - \ell)} - e^{F(h)})`
 
-    Both arguments must satisfy ``lo < hi``; callers substitute safe values elsewhere.
+    (:math:`E, F` the tilted tails of :func:`_tilted_tails`) the first is used when
+    :math:`\ell \le \kappa` and the second otherwise; then the subtracted term is at most
+    :math:`\Phi(\ell-\kappa)/\Phi(h-\kappa)` (resp. its mirror) of the first, so the
+    difference never cancels catastrophically except through a genuinely narrow interval.
+    Requires ``lo < hi``; callers substitute safe values elsewhere.
     """
     lo = _as_f64(lo)
     hi = _as_f64(hi)
     kappa = _as_f64(kappa)
     shift = kappa * (hi - lo)
+    e_lo, f_lo = _tilted_tails(lo, kappa)
+    e_hi, f_hi = _tilted_tails(hi, kappa)
     lower_form = pt.le(lo, kappa)
-    # lower form (E): valid everywhere, accurate when lo <= kappa
-    lo_e = pt.switch(lower_form, lo, kappa)
-    hi_e = pt.switch(lower_form, hi, kappa + 1.0)
-    sh_e = pt.switch(lower_form, shift, 1.0)
-    j_lower = _logdiffexp(log_tilted_ndtr(hi_e, kappa), log_tilted_ndtr(lo_e, kappa) - sh_e)
-    # upper form (F): needs lo > kappa (so hi > kappa too)
-    lo_f = pt.switch(lower_form, kappa + 1.0, lo)
-    hi_f = pt.switch(lower_form, kappa + 2.0, hi)
-    sh_f = pt.switch(lower_form, 1.0, shift)
-    j_upper = _logdiffexp(_log_tilted_upper(lo_f, kappa) - sh_f, _log_tilted_upper(hi_f, kappa))
-    return pt.switch(lower_form, j_lower, j_upper)
+    big = pt.switch(lower_form, e_hi, f_lo - shift)
+    small = pt.switch(lower_form, e_lo - shift, f_hi)
+    return _logdiffexp(big, small)
 
 
 def _logsumexp_elemwise(*terms):
@@ -135,6 +135,33 @@ def _logsumexp_elemwise(*terms):
     for t in terms[1:]:
         total = total + pt.exp(t - m)
     return m + pt.log(total)
+
+
+def _piecewise_by_region(z, lower, upper, params, outside_fn, inside_fn):
+    """Evaluate a report log density that is cheap outside ``[lower, upper]``.
+
+    ``outside_fn(z, lower, upper, *params)`` is evaluated for every report with the parameters
+    in their own (broadcastable) shapes, so that everything that depends on the parameters
+    only is computed once per parameter value, not once per report.  It must be valid for
+    every z.  ``inside_fn`` is evaluated only on the reports strictly inside the interval,
+    gathered with ``nonzero`` and scattered back; parameters that are not scalars are
+    broadcast and gathered with them.  With observed reports the index set is a constant
+    that PyTensor folds at compile time.  Reports outside the interval thus cost one affine
+    function each: they enter the likelihood only through their count and sum (REFERENCE §2.1).
+    """
+    args = (z, lower, upper, *params)
+    shape = pt.broadcast_shape(*args, arrays_are_shapes=False)
+    out = pt.broadcast_to(outside_fn(*args), shape)
+    zb = pt.broadcast_to(z, shape).ravel()
+    lb = pt.broadcast_to(lower, shape).ravel() if lower.type.ndim else lower
+    ub = pt.broadcast_to(upper, shape).ravel() if upper.type.ndim else upper
+    (idx,) = pt.nonzero(pt.gt(zb, lb) & pt.lt(zb, ub))
+
+    def gather(x):
+        return pt.broadcast_to(x, shape).ravel()[idx] if x.type.ndim else x
+
+    inner = inside_fn(gather(z), gather(lower), gather(upper), *map(gather, params))
+    return pt.set_subtensor(out.ravel()[idx], inner).reshape(shape)
 
 
 def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
@@ -181,37 +208,47 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
     """
     z = _as_f64(value)
     mu, sigma, lower, upper, epsilon = map(_as_f64, (mu, sigma, lower, upper, epsilon))
-    width = upper - lower
-    s = width / epsilon
+    return _piecewise_by_region(
+        z, lower, upper, (mu, sigma, epsilon), _clipped_normal_outside, _clipped_normal_inside
+    )
+
+
+def _clipped_normal_common(lower, upper, mu, sigma, epsilon):
+    s = (upper - lower) / epsilon
     kappa = sigma / s
     alpha = (lower - mu) / sigma
     beta = (upper - mu) / sigma
-    log_2s = pt.log(2.0 * s)
-    lphi_a = log_ndtr(alpha)  # log P(x <= a): mass clipped to a
-    lphi_b = log_ndtr(-beta)  # log P(x >= b): mass clipped to b
+    # log P(x <= a) and log P(x >= b): the masses clipped to the bounds
+    return s, kappa, alpha, beta, log_ndtr(alpha), log_ndtr(-beta), pt.log(2.0 * s)
 
-    left = pt.le(z, lower)
-    right = pt.ge(z, upper)
-    inside = ~(left | right)
 
-    # z outside [a, b]: linear in z, the rest depends on the parameters only
+def _clipped_normal_outside(z, lower, upper, mu, sigma, epsilon):
+    # z <= a: log p = g_left - (a - z)/s;  z >= b: log p = g_right - (z - b)/s
+    s, kappa, alpha, beta, lphi_a, lphi_b, log_2s = _clipped_normal_common(
+        lower, upper, mu, sigma, epsilon
+    )
     g_left = _logsumexp_elemwise(
         lphi_a, lphi_b - epsilon, log_tilted_interval(-beta, -alpha, kappa)
     )
     g_right = _logsumexp_elemwise(lphi_b, lphi_a - epsilon, log_tilted_interval(alpha, beta, kappa))
-    out_left = g_left - (lower - z) / s
-    out_right = g_right - (z - upper) / s
+    left = pt.le(z, lower)
+    return pt.switch(left, g_left - (lower - z) / s, g_right - (z - upper) / s) - log_2s
 
-    # a < z < b (evaluated at the midpoint where z is outside, then discarded)
-    zs = pt.switch(inside, z, 0.5 * (lower + upper))
-    zeta = (zs - mu) / sigma
-    out_in = _logsumexp_elemwise(
-        lphi_a - (zs - lower) / s,
-        lphi_b - (upper - zs) / s,
-        log_tilted_interval(alpha, zeta, kappa),
-        log_tilted_interval(-beta, -zeta, kappa),
+
+def _clipped_normal_inside(z, lower, upper, mu, sigma, epsilon):
+    s, kappa, alpha, beta, lphi_a, lphi_b, log_2s = _clipped_normal_common(
+        lower, upper, mu, sigma, epsilon
     )
-    return pt.switch(left, out_left, pt.switch(right, out_right, out_in)) - log_2s
+    zeta = (z - mu) / sigma
+    return (
+        _logsumexp_elemwise(
+            lphi_a - (z - lower) / s,
+            lphi_b - (upper - z) / s,
+            log_tilted_interval(alpha, zeta, kappa),
+            log_tilted_interval(-beta, -zeta, kappa),
+        )
+        - log_2s
+    )
 
 
 def log_exprel(y):
@@ -259,25 +296,32 @@ def clipped_exponential_laplace_logp(value, lam, upper, epsilon):
     """
     z = _as_f64(value)
     lam, upper, epsilon = map(_as_f64, (lam, upper, epsilon))
-    b = upper / epsilon
+    return _piecewise_by_region(
+        z,
+        pt.as_tensor_variable(0.0),
+        upper,
+        (lam, epsilon),
+        _clipped_exp_outside,
+        _clipped_exp_inside,
+    )
+
+
+def _clipped_exp_outside(z, lower, upper, lam, epsilon):
+    # z <= 0: g_left + z/b;  z >= u: g_right - z/b, b = u/epsilon
     inv_b = epsilon / upper
-    log_lam = pt.log(lam)
-    log_2b = pt.log(2.0 * b)
     atom = -lam * upper  # log P(x >= u)
-
-    left = pt.le(z, 0.0)
-    right = pt.ge(z, upper)
-    inside = ~(left | right)
-
+    log_lam = pt.log(lam)
     g_left = _logsumexp_elemwise(log_lam + _log_g(lam + inv_b, upper), atom - epsilon)
     g_right = _logsumexp_elemwise(log_lam + _log_g(lam - inv_b, upper), atom + epsilon)
-    out_left = g_left + z * inv_b
-    out_right = g_right - z * inv_b
+    left = pt.le(z, lower)
+    return pt.switch(left, g_left + z * inv_b, g_right - z * inv_b) - pt.log(2.0 * upper / epsilon)
 
-    zs = pt.switch(inside, z, 0.5 * upper)
-    out_in = _logsumexp_elemwise(
-        log_lam - zs * inv_b + _log_g(lam - inv_b, zs),
-        log_lam - lam * zs + _log_g(lam + inv_b, upper - zs),
-        atom - (upper - zs) * inv_b,
-    )
-    return pt.switch(left, out_left, pt.switch(right, out_right, out_in)) - log_2b
+
+def _clipped_exp_inside(z, lower, upper, lam, epsilon):
+    inv_b = epsilon / upper
+    log_lam = pt.log(lam)
+    return _logsumexp_elemwise(
+        log_lam - z * inv_b + _log_g(lam - inv_b, z),
+        log_lam - lam * z + _log_g(lam + inv_b, upper - z),
+        -lam * upper - (upper - z) * inv_b,
+    ) - pt.log(2.0 * upper / epsilon)
