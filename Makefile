@@ -1,0 +1,41 @@
+# pymc-dpnoise developer commands.  `make demo` sets everything up and runs the main demo;
+# `make test` runs the default test suite.  Both create .venv on first use.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-slow lint docs notebooks notebooks-full clean
+
+$(STAMP): pyproject.toml
+	@set -e; if [ ! -x $(PY) ]; then "$$(scripts/find-python.sh)" -m venv $(VENV); fi
+	$(PY) -m pip install --quiet --upgrade pip uv
+	$(VENV)/bin/uv pip install --python $(PY) --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m pymc_dpnoise demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: $(STAMP) lint
+	$(PY) -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow -n 2 $(PYTEST_ARGS)
+
+notebooks: $(STAMP)
+	PMD_MODE=fast $(PY) scripts/run_notebooks.py --check
+
+notebooks-full: $(STAMP)
+	PMD_MODE=full $(PY) scripts/run_notebooks.py --inplace
+
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+clean:
+	rm -rf $(VENV) docs/_build .pytest_cache
