@@ -69,3 +69,30 @@ def check_broadcast(**arrays) -> tuple[int, ...]:
     except ValueError:
         desc = ", ".join(f"{k}{s}" for k, s in shapes.items())
         raise ValueError(f"arguments do not broadcast together: {desc}") from None
+
+
+def check_shapes(params: dict, shape=None, size=None) -> None:
+    """Known parameter shapes must broadcast together, and into ``shape``/``size`` if given.
+
+    Only parameters whose value is known now (numbers, arrays, constants) are checked.
+    """
+    values = {k: constant_value(v) for k, v in params.items()}
+    known = {k: np.shape(v) for k, v in values.items() if v is not None}
+    check_broadcast(**{k: np.empty(s) for k, s in known.items()})
+    target = shape if shape is not None else size
+    if target is None:
+        return
+    try:
+        target = tuple(int(t) for t in np.atleast_1d(target))
+    except Exception:  # symbolic shape (e.g. from dims): PyMC checks it when the graph runs
+        return
+    for k, s in known.items():
+        try:
+            ok = np.broadcast_shapes(target, s) == target
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"`{k}` has shape {s}, which does not broadcast to the variable's shape {target} "
+                "(the shape of the observed reports, if given)"
+            )

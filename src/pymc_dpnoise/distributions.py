@@ -24,7 +24,7 @@ from pytensor.tensor.random.basic import exponential, laplace, normal
 from pytensor.tensor.random.utils import normalize_size_param
 
 from . import math as dpmath
-from ._validation import check_less, check_positive, constant_value
+from ._validation import check_finite, check_less, check_positive, check_shapes, constant_value
 
 __all__ = ["LaplacePerturbedClippedExponential", "LaplacePerturbedClippedNormal"]
 
@@ -157,9 +157,12 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
 
     @classmethod
     def dist(cls, mu, sigma, lower, upper, epsilon, **kwargs):
+        check_finite("mu", mu)
         check_positive("sigma", sigma)
         check_positive("epsilon", epsilon)
         check_less("lower", lower, "upper", upper)
+        params = dict(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon)
+        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
         return super().dist([mu, sigma, lower, upper, epsilon], **kwargs)
 
     def support_point(rv, size, mu, sigma, lower, upper, epsilon):
@@ -253,6 +256,9 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
         check_positive("lam", lam)
         check_positive("upper", upper)
         check_positive("epsilon", epsilon)
+        check_shapes(
+            dict(lam=lam, upper=upper, epsilon=epsilon), kwargs.get("shape"), kwargs.get("size")
+        )
         return super().dist([lam, upper, epsilon], **kwargs)
 
     def support_point(rv, size, lam, upper, epsilon):

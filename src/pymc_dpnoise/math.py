@@ -80,7 +80,8 @@ def _tilted_tails(x, kappa):
     au = pt.switch(up, u, -u)  # |u| with a one-sided derivative at 0
     w = pt.log(pt.erfcx(au)) - _LOG2  # log(erfcx(|u|)/2)
     near = w - 0.5 * pt.sqr(x)
-    far = pt.sqr(au) - 0.5 * pt.sqr(x) + pt.log1mexp(w - pt.sqr(au))
+    # total kappa^2/2 - kappa x, written so that it does not cancel for large |x|
+    far = kappa * (0.5 * kappa - x) + pt.log1mexp(w - pt.sqr(au))
     return pt.switch(up, far, near), pt.switch(up, near, far)
 
 
