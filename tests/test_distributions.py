@@ -222,7 +222,7 @@ def test_gradients_finite_and_match_finite_differences(case):
         x = g[name]
         h = steps[name]
 
-        def at(delta, name=name):
+        def at(delta, name=name, x=x):
             gg = dict(g)
             gg[name] = x + delta
             return f(*_grid_inputs(case, gg))[0]

@@ -494,7 +494,7 @@ def plot_coverage(table: pd.DataFrame, *, x="epsilon", ax=None, title=None, band
         for i, (lev, gl) in enumerate(g.groupby("level")):
             gl = gl.sort_values(x)
             c = colors[i % len(colors)]
-            a.plot(gl[x], gl["coverage"], "o-", color=c, label=f"{int(round(lev * 100))}%")
+            a.plot(gl[x], gl["coverage"], "o-", color=c, label=f"{round(lev * 100)}%")
             a.axhline(lev, color=c, ls="--", lw=0.8)
             if band and "band_lo" in gl:
                 a.fill_between(gl[x], gl["band_lo"], gl["band_hi"], color=c, alpha=0.15, lw=0)
