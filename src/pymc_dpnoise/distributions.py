@@ -115,6 +115,10 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
     with :math:`\alpha = (a-\mu)/\sigma`, :math:`\beta = (b-\mu)/\sigma`; see
     :func:`pymc_dpnoise.math.clipped_normal_laplace_logp` for the overflow-free form used.
 
+    All parameters broadcast against each other and against the reports (per-report ε for
+    personalised budgets, per-group μ in hierarchical models).  Random draws run the
+    mechanism, so prior and posterior predictive draws are privatised reports.
+
     ========  ==========================================================
     Support   :math:`z \in \mathbb{R}`
     Mean      :math:`E[\mathrm{clip}(x, a, b)]` (the noise has mean 0)
@@ -131,9 +135,6 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
         Clipping bounds, ``lower < upper``; fixed by the protocol, not learned.
     epsilon : tensor_like of float
         Privacy budget of each report, > 0.  A vector gives personalised budgets.
-
-    All parameters broadcast against each other and against the reports.  Random draws run
-    the mechanism, so prior and posterior predictive draws are privatised reports.
 
     Examples
     --------

@@ -44,6 +44,14 @@ def _rng(rng) -> np.random.Generator:
     return rng
 
 
+def _same_shape(shape, values_shape, name="values"):
+    if tuple(shape) != tuple(values_shape):
+        raise ValueError(
+            f"the noise parameters broadcast to shape {tuple(shape)}, larger than `{name}` "
+            f"{tuple(values_shape)}: give one parameter per record at most"
+        )
+
+
 def _values(name, values):
     v = np.asarray(values, dtype=float)
     check_finite(name, v)
@@ -97,6 +105,7 @@ def laplace_mechanism(values, sensitivity, epsilon, rng):
     check_positive("sensitivity", sensitivity)
     check_positive("epsilon", epsilon)
     shape = check_broadcast(values=v, sensitivity=sensitivity, epsilon=epsilon)
+    _same_shape(shape, v.shape)
     scale = np.asarray(sensitivity, dtype=float) / np.asarray(epsilon, dtype=float)
     return v + rng.laplace(0.0, np.broadcast_to(scale, shape), size=shape)
 
@@ -261,6 +270,7 @@ def gaussian_mechanism(values, sensitivity, epsilon, delta, rng):
     v = _values("values", values)
     sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity)
     shape = check_broadcast(values=v, sigma=sigma)
+    _same_shape(shape, v.shape)
     return v + rng.normal(0.0, np.broadcast_to(sigma, shape), size=shape)
 
 
@@ -288,6 +298,7 @@ def randomized_response(bits, epsilon, rng):
         raise ValueError("`bits` must contain only 0 and 1")
     check_positive("epsilon", epsilon)
     shape = check_broadcast(bits=b, epsilon=epsilon)
+    _same_shape(shape, b.shape, "bits")
     keep = 1.0 / (1.0 + np.exp(-np.asarray(epsilon, dtype=float)))
     flip = rng.random(shape) >= keep
     return np.where(flip, 1 - b, b).astype(np.int64)

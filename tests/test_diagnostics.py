@@ -1,0 +1,115 @@
+"""Calibration and closeness diagnostics."""
+
+import numpy as np
+import pytest
+
+from pymc_dpnoise import diagnostics as d
+
+
+def test_posterior_quantile():
+    draws = np.arange(100.0)
+    assert d.posterior_quantile(draws, 49.5) == 0.5
+    assert d.posterior_quantile(draws, -1) == 0.0
+    assert d.posterior_quantile(draws, 1e9) == 1.0
+    assert d.posterior_quantile([1.0, 1.0], 1.0) == 0.5
+    with pytest.raises(ValueError):
+        d.posterior_quantile([], 0.0)
+
+
+def test_binomial_band_contains_level():
+    lo, hi = d.binomial_band(0.9, 200, 0.95)
+    assert lo < 0.9 < hi
+    se = np.sqrt(0.9 * 0.1 / 200)
+    assert hi - lo == pytest.approx(2 * 1.96 * se, abs=0.01)
+
+
+def test_coverage_table_calibrated_vs_overconfident():
+    rng = np.random.default_rng(0)
+    calibrated = rng.uniform(size=(400, 2))
+    tab = d.coverage_table(calibrated)
+    assert tab["inside"].all()
+    assert set(tab["level"]) == set(d.DEFAULT_LEVELS)
+    # an overconfident posterior puts the truth in its tails too often
+    overconfident = np.clip(0.5 + 2.0 * (calibrated - 0.5), 0, 1)
+    tab2 = d.coverage_table(overconfident)
+    assert not tab2["inside"].any()
+    assert (tab2["coverage"] < tab2["level"]).all()
+
+
+def test_ks_uniform():
+    rng = np.random.default_rng(1)
+    stat, p = d.ks_uniform(rng.uniform(size=500))
+    assert p > 0.01
+    stat2, p2 = d.ks_uniform(rng.beta(3, 3, size=500))
+    assert stat2 > stat and p2 < 1e-3
+
+
+def test_mmd_detects_shift_and_is_zero_in_expectation():
+    rng = np.random.default_rng(2)
+    same = [d.mmd(rng.normal(size=200), rng.normal(size=200)) for _ in range(10)]
+    assert abs(np.mean(same)) < 0.01
+    shifted = d.mmd(rng.normal(size=200), rng.normal(1.0, size=200))
+    assert shifted > 0.1
+    two_d = d.mmd(rng.normal(size=(100, 2)), rng.normal(size=(100, 2)) + [0.0, 2.0])
+    assert two_d > 0.1
+    with pytest.raises(ValueError):
+        d.mmd(np.zeros((5, 2)), np.zeros((5, 3)))
+
+
+def test_ecdf_distance():
+    assert d.ecdf_distance([0.0, 1.0], [0.0, 1.0]) == 0.0
+    # disjoint samples: ECDFs differ by 1 on half the pooled points, 0 at the others
+    assert d.ecdf_distance([0.0, 1.0], [10.0, 11.0]) == pytest.approx(0.5)
+    rng = np.random.default_rng(3)
+    near = d.ecdf_distance(rng.normal(size=1000), rng.normal(size=1000))
+    far = d.ecdf_distance(rng.normal(size=1000), rng.normal(0.5, size=1000))
+    assert near < 0.03 < far
+
+
+def test_split_rhat():
+    rng = np.random.default_rng(4)
+    assert d.split_rhat(rng.normal(size=(4, 500))) == pytest.approx(1.0, abs=0.02)
+    stuck = rng.normal(size=(4, 500)) + np.array([[0], [0], [0], [5]])
+    assert d.split_rhat(stuck) > 1.5
+
+
+def test_plot_coverage(tmp_path):
+    rng = np.random.default_rng(5)
+    tabs = []
+    for eps in (0.1, 1.0):
+        t = d.coverage_table(rng.uniform(size=(50, 1)))
+        t["epsilon"], t["model"], t["param"] = eps, "noise-aware", "mu"
+        tabs.append(t)
+    import pandas as pd
+
+    fig = d.plot_coverage(pd.concat(tabs))
+    fig.savefig(tmp_path / "cov.png")
+    assert (tmp_path / "cov.png").stat().st_size > 1000
+
+
+def test_sbc_pipeline_runs_and_is_seed_deterministic():
+    """A tiny SBC run (one process): shapes, finite quantiles, same seed -> same result."""
+    problem = d.ClippedExponentialSBC(n=100, epsilon=1.0)
+    r1 = d.simulation_based_calibration(problem, 3, seed=7, n_jobs=1, draws=100, tune=100)
+    r2 = d.simulation_based_calibration(problem, 3, seed=7, n_jobs=1, draws=100, tune=100)
+    assert r1.quantiles.shape == (3, 1)
+    assert np.all((r1.quantiles >= 0) & (r1.quantiles <= 1))
+    np.testing.assert_array_equal(r1.truths, r2.truths)
+    np.testing.assert_allclose(r1.quantiles, r2.quantiles)
+    assert set(r1.coverage()["param"]) == {"lam"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+def test_sbc_noise_aware_calibrated_naive_not(epsilon):
+    """Live SBC: noise-aware coverage inside the 99% binomial band, naive outside at small ε."""
+    problem = d.ClippedNormalSBC(n=500, epsilon=epsilon)
+    aware = d.simulation_based_calibration(problem, 60, seed=11, draws=300, tune=300)
+    cov = aware.coverage()
+    assert cov["inside"].all(), cov
+    if epsilon <= 0.1:
+        naive = d.simulation_based_calibration(
+            problem, 30, noise_aware=False, seed=11, draws=300, tune=300
+        )
+        cov_n = naive.coverage()
+        assert not cov_n[cov_n["param"] == "sigma"]["inside"].any(), cov_n
