@@ -121,7 +121,7 @@ def test_numpyro_with_pm_data_reports():
 
 def test_prior_and_posterior_predictive_are_privatised_reports():
     z = _normal_data(n=300, eps=0.5, seed=4)
-    with pm.Model() as model:
+    with pm.Model():
         mu = pm.Normal("mu", 0.0, 5.0)
         sigma = pm.Gamma("sigma", 2.0, 1.0)
         pmd.LaplacePerturbedClippedNormal("z", mu, sigma, -5.0, 5.0, 0.5, observed=z)
