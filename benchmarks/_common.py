@@ -1,0 +1,162 @@
+"""Shared helpers for the benchmark scripts: machine info, timing, result files.
+
+Not a benchmark itself.  Every script writes ``benchmarks/results/NAME.md`` (human readable)
+and ``benchmarks/results/NAME.json`` (machine readable) with the machine description, the
+package versions and the exact command that produced them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+PACKAGES = (
+    "pymc-dpnoise",
+    "pymc",
+    "pytensor",
+    "numba",
+    "llvmlite",
+    "numpy",
+    "scipy",
+    "jax",
+    "jaxlib",
+    "numpyro",
+    "nutpie",
+    "arviz",
+    "arviz-stats",
+    "arviz-base",
+)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def loadavg() -> list[float] | None:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return None
+
+
+def machine_info() -> dict:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return {
+        "cpu_model": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "loadavg_at_start": loadavg(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "packages": versions,
+        "command": " ".join(shlex.quote(a) for a in [".venv/bin/python", *sys.argv]),
+        "cwd": os.getcwd(),
+        "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def machine_markdown(info: dict) -> str:
+    pk = ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v)
+    lines = [
+        "## Machine and command",
+        "",
+        f"- command: `{info['command']}` (from `{info['cwd']}`)",
+        f"- CPU: {info['cpu_model']}, {info['logical_cpus']} logical CPUs",
+        f"- load average at start: {info['loadavg_at_start']}, at end: {info.get('loadavg_at_end')}",
+        f"- {info['platform']}, Python {info['python']}",
+        f"- packages: {pk}",
+        f"- started {info['started']}, wall time of the whole script {info.get('script_seconds', 0):.0f} s",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def md_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
+    """Markdown table; ``columns`` is a list of (key, header); floats are formatted compactly."""
+
+    def fmt(v):
+        if v is None:
+            return "–"
+        if isinstance(v, bool):
+            return str(v)
+        if isinstance(v, float | np.floating):
+            if not np.isfinite(v):
+                return str(v)
+            a = abs(v)
+            if a == 0:
+                return "0"
+            if a >= 1000:
+                return f"{v:,.0f}"
+            if a >= 10:
+                return f"{v:.1f}"
+            if a >= 0.01:
+                return f"{v:.3g}"
+            return f"{v:.2e}"
+        return str(v)
+
+    head = "| " + " | ".join(h for _, h in columns) + " |"
+    sep = "|" + "|".join("---" for _ in columns) + "|"
+    body = ["| " + " | ".join(fmt(r.get(k)) for k, _ in columns) + " |" for r in rows]
+    return "\n".join([head, sep, *body]) + "\n"
+
+
+def _jsonable(o):
+    if isinstance(o, dict):
+        return {str(k): _jsonable(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_jsonable(v) for v in o]
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, float) and not np.isfinite(o):
+        return str(o)
+    return o
+
+
+def write_results(name: str, info: dict, markdown_body: str, data: dict, t_start: float) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    info = dict(info)
+    info["loadavg_at_end"] = loadavg()
+    info["script_seconds"] = time.perf_counter() - t_start
+    md = markdown_body.rstrip() + "\n\n" + machine_markdown(info)
+    (RESULTS / f"{name}.md").write_text(md)
+    (RESULTS / f"{name}.json").write_text(
+        json.dumps(_jsonable({"machine": info, **data}), indent=2) + "\n"
+    )
+    print(f"wrote {RESULTS / (name + '.md')} and .json")
+
+
+class Timer:
+    """Wall and process-CPU time of a block (CPU includes every thread of this process)."""
+
+    def __enter__(self):
+        self.w0 = time.perf_counter()
+        self.c0 = time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w0
+        self.cpu = time.process_time() - self.c0
+        return False
