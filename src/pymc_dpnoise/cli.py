@@ -5,8 +5,7 @@ Commands
 ``pymc-dpnoise demo``
     Simulate a population, privatise it, fit the noise-aware and the naive model, print both
     posteriors against the truth and save a plot.
-``pymc-dpnoise fit clipped-normal REPORTS.csv --lower L --upper U --epsilon E``
-``pymc-dpnoise fit clipped-exponential REPORTS.csv --upper U --epsilon E``
+``pymc-dpnoise fit clipped-normal REPORTS.csv --lower L --upper U --epsilon E``, ``pymc-dpnoise fit clipped-exponential REPORTS.csv --upper U --epsilon E``
     Fit the noise-aware model to a CSV file of privatised reports (what an aggregator holds)
     and print a posterior summary.
 
@@ -690,6 +689,13 @@ def _summary_frame(idata, params, hdi_prob):
 
 
 def _save_posterior(idata, path: str, fmt: str, params) -> None:
+    try:
+        _save_posterior_unchecked(idata, path, fmt, params)
+    except (OSError, ImportError, ValueError) as exc:
+        raise InputError(f"--save {path}: could not write the posterior ({exc})") from None
+
+
+def _save_posterior_unchecked(idata, path: str, fmt: str, params) -> None:
     if fmt == "csv":
         import numpy as np
         import pandas as pd
