@@ -64,7 +64,7 @@ import pymc_dpnoise  # noqa: E402  (after sys.path / environment set-up)
 
 project = "pymc-dpnoise"
 author = "pymc-dpnoise developers"
-copyright = "2026, pymc-dpnoise developers"  # noqa: A001
+copyright = "2026, pymc-dpnoise developers"
 release = pymc_dpnoise.__version__
 version = ".".join(release.split(".")[:2])
 
