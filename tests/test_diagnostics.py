@@ -113,3 +113,15 @@ def test_sbc_noise_aware_calibrated_naive_not(epsilon):
         )
         cov_n = naive.coverage()
         assert not cov_n[cov_n["param"] == "sigma"]["inside"].any(), cov_n
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [0.1, 4.0])
+def test_sbc_exponential_calibrated_naive_not(epsilon):
+    problem = d.ClippedExponentialSBC(n=500, epsilon=epsilon)
+    aware = d.simulation_based_calibration(problem, 60, seed=12, draws=300, tune=300)
+    assert aware.coverage()["inside"].all(), aware.coverage()
+    naive = d.simulation_based_calibration(
+        problem, 30, noise_aware=False, seed=12, draws=300, tune=300
+    )
+    assert not naive.coverage()["inside"].any(), naive.coverage()
