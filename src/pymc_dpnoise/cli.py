@@ -102,6 +102,8 @@ class Reports:
         Description of the epsilon column.
     has_header : bool
         Whether the first row was read as a header.
+    n_columns : int
+        Number of fields in the first row.
     """
 
     values: object
@@ -109,6 +111,7 @@ class Reports:
     column: str
     epsilon_column: str | None
     has_header: bool
+    n_columns: int = 1
 
 
 def _is_number(cell: str) -> bool:
@@ -174,6 +177,9 @@ def _column_values(rows, start_line, idx, label, path, kind):
     bad = []
     for i, row in enumerate(rows):
         line = start_line + i
+        if not any(row):
+            bad.append(f"line {line}: empty {kind} (blank line) in column {label}")
+            continue
         if idx >= len(row):
             bad.append(f"line {line} has only {len(row)} field(s), no column {label}")
             continue
@@ -288,6 +294,7 @@ def read_reports(
         column=label(idx),
         epsilon_column=None if eps_idx is None else label(eps_idx),
         has_header=has_header,
+        n_columns=ncols,
     )
 
 
@@ -748,6 +755,12 @@ def _cmd_fit(args, err) -> int:
     model, lik, priors, params = _build_fit_model(args, reports)
     src = "stdin" if args.reports == "-" else args.reports
     print(f"Read {n} reports from {src} (column {reports.column}).")
+    if args.column is None and reports.n_columns > 1 + (reports.epsilon is not None):
+        print(
+            f"note: {src} has {reports.n_columns} columns; the reports are taken from column "
+            f"{reports.column} (choose another with --column)",
+            file=err,
+        )
     print(f"Likelihood: {lik}")
     print(f"Priors: {priors}")
     print(f"Sampling with {sampler}: {args.chains} chains x {args.draws} draws ({args.tune} tune)")
