@@ -1,20 +1,4 @@
-r"""Pure PyTensor log-likelihoods of privatised reports.
-
-Every function here takes and returns PyTensor expressions (or anything
-:func:`pytensor.tensor.as_tensor_variable` accepts), uses only elementwise ops
-with C, Numba and JAX implementations (``erfcx``, ``erfc``, ``log1mexp``,
-``log1p``, ...), broadcasts over all of its arguments, and knows nothing about
-PyMC.  The PyMC classes in :mod:`pymc_dpnoise.distributions` are thin wrappers
-around them.
-
-Numerical conventions
----------------------
-* Nothing is ever exponentiated outside a log: every closed form of the papers
-  is rewritten as a log-sum-exp of terms that are finite for all finite inputs.
-* Branches are selected with the "double where" pattern: the branch that is not
-  taken is evaluated at a safe dummy argument, so that neither its value nor its
-  gradient can be ``nan`` or ``inf`` (``switch`` differentiates both branches).
-"""
+"""Clipped Gaussian and clipped exponential reports under the Laplace mechanism (LDP paper, Supplement 10)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""Release-side mechanisms: what the data holder, or each client under local DP, runs.
-
-Everything here is NumPy, takes a :class:`numpy.random.Generator` ``rng`` and broadcasts
-over its arguments, so a vector ``epsilon`` gives each record its own budget.
-
-.. warning::
-
-   These functions are **simulation grade**.  They draw floating-point noise with NumPy,
-   which is not hardened against the known attacks on floating-point implementations of
-   the Laplace and Gaussian mechanisms (Mironov 2012, "On significance of the least
-   significant bits for differential privacy").  Use them to simulate releases and to test
-   models.  To release real data, use a hardened library such as
-   `OpenDP <https://opendp.org>`_, then model its output with this package.
-"""
+"""Clipping, the Laplace and Gaussian mechanisms, analytic Gaussian calibration, randomized response."""
 
 from __future__ import annotations
 
@@ -20,7 +7,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from ._validation import check_broadcast, check_finite, check_less, check_positive
+from .._validation import check_broadcast, check_finite, check_less, check_positive
 
 __all__ = [
     "analytic_gaussian_sigma",

@@ -1,0 +1,22 @@
+"""Comparison methods from the papers.
+
+* :func:`naive_normal` and :func:`naive_exponential` — the models a user writes when the
+  noise is ignored: privatised reports are treated as if they were the clean values.  They
+  are the "naive" curves in the calibration comparisons (LDP paper Fig. 1): their posteriors
+  concentrate on the wrong values as ε shrinks.
+* :func:`latent_clipped_normal_model` — the model a PyMC user writes *without* this package
+  for clipped Gaussian LDP data: one latent clean value per report, ``pm.Laplace`` on the
+  clipped latent.  Correct, but it has N extra parameters; used in the benchmarks.
+"""
+
+from .clipped import (
+    latent_clipped_normal_model,
+    naive_exponential,
+    naive_normal,
+)
+
+__all__ = [
+    "latent_clipped_normal_model",
+    "naive_exponential",
+    "naive_normal",
+]

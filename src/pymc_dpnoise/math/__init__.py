@@ -1,0 +1,36 @@
+r"""Pure PyTensor log-likelihoods of privatised reports.
+
+Every function here takes and returns PyTensor expressions (or anything
+:func:`pytensor.tensor.as_tensor_variable` accepts), uses only elementwise ops
+with C, Numba and JAX implementations (``erfcx``, ``erfc``, ``log1mexp``,
+``log1p``, ...), broadcasts over all of its arguments, and knows nothing about
+PyMC.  The PyMC classes in :mod:`pymc_dpnoise.distributions` are thin wrappers
+around them.
+
+Numerical conventions
+---------------------
+* Nothing is ever exponentiated outside a log: every closed form of the papers
+  is rewritten as a log-sum-exp of terms that are finite for all finite inputs.
+* Branches are selected with the "double where" pattern: the branch that is not
+  taken is evaluated at a safe dummy argument, so that neither its value nor its
+  gradient can be ``nan`` or ``inf`` (``switch`` differentiates both branches).
+"""
+
+from .clipped import (
+    _tilted_tails,  # noqa: F401  (documented in the API page)
+    clipped_exponential_laplace_logp,
+    clipped_normal_laplace_logp,
+    log_exprel,
+    log_ndtr,
+    log_tilted_interval,
+    log_tilted_ndtr,
+)
+
+__all__ = [
+    "clipped_exponential_laplace_logp",
+    "clipped_normal_laplace_logp",
+    "log_exprel",
+    "log_ndtr",
+    "log_tilted_interval",
+    "log_tilted_ndtr",
+]

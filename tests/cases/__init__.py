@@ -1,0 +1,1 @@
+"""Per-family registries of :class:`harness.VectorCase` (see ``tests/harness.py``)."""
