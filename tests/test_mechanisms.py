@@ -95,9 +95,9 @@ def test_analytic_gaussian_extremes_are_tight(eps, delta):
     """For every (eps, delta): finite, meets the condition, and a slightly smaller sigma fails."""
     sigma = m.analytic_gaussian_sigma(eps, delta)
     assert np.isfinite(sigma) and sigma > 0
-    log_d = m._log_delta(sigma, eps, 1.0)
+    log_d = m.core._log_delta(sigma, eps, 1.0)
     assert log_d <= np.log(delta) + 1e-9
-    assert m._log_delta(sigma * (1 - 1e-8), eps, 1.0) > np.log(delta) - 1e-6
+    assert m.core._log_delta(sigma * (1 - 1e-8), eps, 1.0) > np.log(delta) - 1e-6
 
 
 def test_analytic_gaussian_monotone_and_vectorised():
