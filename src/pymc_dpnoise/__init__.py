@@ -22,7 +22,14 @@ datasets
 from importlib.metadata import PackageNotFoundError, version
 
 from . import mechanisms
-from .distributions import LaplacePerturbedClippedExponential, LaplacePerturbedClippedNormal
+from .distributions import (
+    KRRLikelihood,
+    LaplacePerturbedClippedExponential,
+    LaplacePerturbedClippedNormal,
+    OUELikelihood,
+    SUELikelihood,
+    UnaryEncodingLikelihood,
+)
 
 try:
     __version__ = version("pymc-dpnoise")
@@ -30,8 +37,12 @@ except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
 __all__ = [
+    "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",
+    "OUELikelihood",
+    "SUELikelihood",
+    "UnaryEncodingLikelihood",
     "__version__",
     "mechanisms",
 ]

@@ -16,8 +16,18 @@ from .clipped import (
     LaplacePerturbedClippedExponential,
     LaplacePerturbedClippedNormal,
 )
+from .frequency import (
+    KRRLikelihood,
+    OUELikelihood,
+    SUELikelihood,
+    UnaryEncodingLikelihood,
+)
 
 __all__ = [
+    "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",
+    "OUELikelihood",
+    "SUELikelihood",
+    "UnaryEncodingLikelihood",
 ]

@@ -25,12 +25,26 @@ from .clipped import (
     log_tilted_interval,
     log_tilted_ndtr,
 )
+from .frequency import (
+    bits_dot,
+    krr_logp,
+    log1p_expm1_times,
+    oue_logp,
+    sue_logp,
+    unary_encoding_logp,
+)
 
 __all__ = [
+    "bits_dot",
     "clipped_exponential_laplace_logp",
     "clipped_normal_laplace_logp",
+    "krr_logp",
+    "log1p_expm1_times",
     "log_exprel",
     "log_ndtr",
     "log_tilted_interval",
     "log_tilted_ndtr",
+    "oue_logp",
+    "sue_logp",
+    "unary_encoding_logp",
 ]

@@ -1,0 +1,202 @@
+r"""Frequency oracles: unary encodings (OUE, SUE/RAPPOR, general) and k-ary randomized response.
+
+Each person holds one item :math:`x \in \{0, \dots, k-1\}` drawn from :math:`\theta` on the
+simplex.  The likelihood of one privatised report marginalises the item (LDP paper,
+Supplement 11, eq. 31-33, generalised to any keep/flip pair):
+
+**Unary encoding** with :math:`a = P(z_j = 1 \mid e_j = 1)` and :math:`b = P(z_j = 1 \mid e_j = 0)`
+(OUE: :math:`a = 1/2`, :math:`b = 1/(1+e^\epsilon)`; SUE / basic RAPPOR:
+:math:`a = e^{\epsilon/2}/(1+e^{\epsilon/2})`, :math:`b = 1 - a`).  For a report
+:math:`z \in \{0,1\}^k` with :math:`m = |z|` ones,
+
+.. math::
+
+    p(z \mid \theta) = \sum_k \theta_k \prod_j P(z_j \mid e_j = [j = k])
+      = b^m (1-b)^{k-m} \frac{1-a}{1-b} \bigl(1 + (e^{\ell} - 1)\, \theta^\top z\bigr),
+    \qquad \ell = \operatorname{logit} a - \operatorname{logit} b,
+
+using :math:`\sum_k \theta_k = 1`.  For OUE :math:`\ell = \epsilon` and this is REFERENCE §2.3 /
+eq. 33.  :math:`\theta` enters only through :math:`t = \theta^\top z`.
+
+**k-ary randomized response** (direct encoding; k = 2 is binary randomized response): the true
+item is reported with probability :math:`e^\epsilon/(e^\epsilon + k - 1)`, any other item with
+:math:`1/(e^\epsilon + k - 1)`, so
+
+.. math::
+
+    p(y \mid \theta) = \frac{1 + (e^\epsilon - 1)\,\theta_y}{e^\epsilon + k - 1}.
+
+Computing :math:`t = \theta^\top z` for :math:`N` bit vectors costs :math:`N k` multiply-adds
+done naively.  :func:`bits_dot` instead packs each report into bytes once (constant-folded for
+observed data) and reads :math:`t` from per-byte lookup tables of partial sums of
+:math:`\theta`: :math:`\lceil k/8 \rceil` gathers per report, and the gradient is a scatter-add
+into a table of :math:`256 \lceil k/8 \rceil` entries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+
+__all__ = [
+    "bits_dot",
+    "krr_logp",
+    "log1p_expm1_times",
+    "oue_logp",
+    "sue_logp",
+    "unary_encoding_logp",
+]
+
+_LOG2 = float(np.log(2.0))
+#: row v holds the 8 bits of byte v, least significant first
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype("float64")
+
+
+def _f64(x):
+    x = pt.as_tensor_variable(x)
+    return x if x.dtype == "float64" else pt.cast(x, "float64")
+
+
+def log1p_expm1_times(ell, t):
+    r""":math:`\log(1 + (e^{\ell} - 1)\,t)` for :math:`t \in [0, 1]`.
+
+    Exact in floating point for any :math:`|\ell| \le 700` (the distributions check this bound):
+    ``expm1`` keeps full relative precision for tiny :math:`\ell`, and for large
+    :math:`\ell` the product stays finite.  The gradient
+    :math:`(e^\ell - 1)/(1 + (e^\ell - 1) t)` is finite on the whole range.
+    """
+    return pt.log1p(pt.expm1(_f64(ell)) * _f64(t))
+
+
+def _static_len(x, axis=-1):
+    n = x.type.shape[axis]
+    return None if n is None else int(n)
+
+
+def _batched_take(table, index, n_trailing=0):
+    """``table[..., index]`` with the batch axes of ``table`` broadcast against ``index``.
+
+    ``table`` has shape ``B_t + (m,)``; ``index`` (integers in ``[0, m)``) has shape
+    ``B_i + T`` with ``len(T) == n_trailing`` trailing axes that do not meet ``table``.
+    The result has shape ``B_i + T``.  Done as one 1-d gather from the flattened table, which
+    every backend implements and whose gradient is a scatter-add.  Returns ``None`` when the
+    table's batch axes are not (statically) broadcastable against ``B_i`` with the table being
+    the smaller one; the caller then falls back to a dense computation.
+    """
+    bt = table.type.broadcastable[:-1]
+    bi = index.type.broadcastable[: index.ndim - n_trailing]
+    if len(bt) > len(bi):
+        return None
+    bt = (True,) * (len(bi) - len(bt)) + tuple(bt)
+    if any(t_b is False and i_b is True for t_b, i_b in zip(bt, bi, strict=True)):
+        return None  # the table would enlarge the index's batch shape
+    if bi and not any(t_b and not i_b for t_b, i_b in zip(bt, bi, strict=True)):
+        return None  # one table per report: the dense computation is cheaper
+    table = pt.shape_padleft(table, len(bi) + 1 - table.ndim)
+    m = table.shape[-1]
+    flat = index
+    stride = m
+    for ax in reversed(range(len(bi))):
+        if bt[ax]:
+            continue
+        n_ax = table.shape[ax]
+        shape = [1] * index.ndim
+        shape[ax] = n_ax
+        flat = flat + stride * pt.arange(n_ax).reshape(shape)
+        stride = stride * n_ax
+    return table.reshape((-1,))[flat]
+
+
+def bits_dot(z, p):
+    r""":math:`t = \sum_j p_j z_j` for 0/1 reports ``z`` (..., k) and weights ``p`` (..., k).
+
+    Uses per-byte lookup tables (see the module docstring) when ``k`` is known and ``p`` is
+    shared across reports (its batch axes broadcast against those of ``z``); otherwise the
+    dense product ``sum(p * z, -1)``.  Both give the same value to rounding.
+    """
+    p = _f64(p)
+    z = pt.as_tensor_variable(z)
+    k = _static_len(z) or _static_len(p)
+    if k is not None and z.ndim >= 1:
+        nb = -(-k // 8)
+        pad = 8 * nb - k
+        zi = pt.cast(z, "int64")
+        pp = p
+        if pad:
+            zi = pt.concatenate([zi, pt.zeros((*zi.shape[:-1], pad), dtype="int64")], axis=-1)
+            pp = pt.concatenate([p, pt.zeros((*p.shape[:-1], pad), dtype="float64")], axis=-1)
+        # byte value of each group of 8 bits, offset by its position: index into (nb*256,)
+        weights = pt.as_tensor_variable((2 ** np.arange(8)).astype("int64"))
+        byte = (zi.reshape((*zi.shape[:-1], nb, 8)) * weights).sum(-1)
+        byte = byte + pt.as_tensor_variable((256 * np.arange(nb)).astype("int64"))
+        table = pt.dot(pp.reshape((*pp.shape[:-1], nb, 8)), _BYTE_BITS.T)  # (..., nb, 256)
+        table = table.reshape((*pp.shape[:-1], nb * 256))
+        taken = _batched_take(table, byte, n_trailing=1)
+        if taken is not None:
+            return taken.sum(-1)
+    return (p * pt.cast(z, "float64")).sum(-1)
+
+
+def unary_encoding_logp(z, p, log_b, log1m_b, log1m_a, ell):
+    r"""Log-likelihood of unary-encoded reports (generalised LDP eq. 33), one value per report.
+
+    Parameters
+    ----------
+    z : tensor of {0, 1}, shape (..., k)
+        Reports.
+    p : tensor, shape (..., k)
+        Item probabilities (on the simplex).
+    log_b, log1m_b : tensor
+        :math:`\log b` and :math:`\log(1 - b)`, b = P(report 1 | true bit 0).
+    log1m_a : tensor
+        :math:`\log(1 - a)`, a = P(report 1 | true bit 1).
+    ell : tensor
+        :math:`\operatorname{logit} a - \operatorname{logit} b` (:math:`\epsilon` for OUE and SUE).
+    """
+    z = pt.as_tensor_variable(z)
+    k = z.shape[-1]
+    m = pt.cast(z, "float64").sum(-1)
+    log_b, log1m_b, log1m_a, ell = map(_f64, (log_b, log1m_b, log1m_a, ell))
+    const = m * log_b + (k - m) * log1m_b + log1m_a - log1m_b
+    return const + log1p_expm1_times(ell, bits_dot(z, p))
+
+
+def oue_logp(z, p, epsilon):
+    r"""Optimal unary encoding (LDP paper, Supplement 11, eq. 33; REFERENCE §2.3).
+
+    :math:`a = 1/2`, :math:`b = 1/(1+e^\epsilon)`: :math:`\log b = -\operatorname{softplus}(\epsilon)`,
+    :math:`\log(1-b) = -\operatorname{softplus}(-\epsilon)`, :math:`\ell = \epsilon`.
+    """
+    eps = _f64(epsilon)
+    return unary_encoding_logp(z, p, -pt.softplus(eps), -pt.softplus(-eps), -_LOG2, eps)
+
+
+def sue_logp(z, p, epsilon):
+    r"""Symmetric unary encoding (basic one-time RAPPOR; Wang et al. 2017, Sec. 4.2).
+
+    :math:`a = e^{\epsilon/2}/(1+e^{\epsilon/2})`, :math:`b = 1 - a`, :math:`\ell = \epsilon`.
+    """
+    eps = _f64(epsilon)
+    h = eps / 2
+    log_b = -pt.softplus(h)
+    return unary_encoding_logp(z, p, log_b, -pt.softplus(-h), log_b, eps)
+
+
+def krr_logp(y, p, epsilon):
+    r"""k-ary randomized response (direct encoding): one value per report ``y``.
+
+    :math:`\log p(y \mid \theta) = \log(1 + (e^\epsilon - 1)\theta_y) - \log(e^\epsilon + k - 1)`
+    with :math:`\log(e^\epsilon + k - 1) = \operatorname{logaddexp}(\epsilon, \log(k-1))`.
+    ``y`` holds integers in ``[0, k)``; ``p`` has shape (..., k).
+    """
+    p = _f64(p)
+    eps = _f64(epsilon)
+    y = pt.cast(pt.as_tensor_variable(y), "int64")
+    k = p.shape[-1]
+    theta_y = _batched_take(p, y)
+    if theta_y is None:
+        shape = pt.broadcast_shape(p.shape[:-1], y.shape)
+        pb = pt.broadcast_to(p, (*shape, k))
+        theta_y = pt.take_along_axis(pb, pt.broadcast_to(y, shape)[..., None], axis=-1)[..., 0]
+    log_norm = pt.logaddexp(eps, pt.log(pt.cast(k - 1, "float64")))
+    return log1p_expm1_times(eps, theta_y) - log_norm

@@ -1,0 +1,293 @@
+"""Frequency oracles under local DP: unary encodings, k-ary randomized response, estimators.
+
+Each person holds one item in ``{0, ..., k-1}`` and releases a privatised report:
+
+* unary encodings (Wang et al. 2017): one-hot encode the item, then report every bit as 1 with
+  probability ``keep_prob`` (the item's own bit) or ``flip_prob`` (every other bit).  OUE uses
+  ``(1/2, 1/(1+e^ε))``, SUE / basic one-time RAPPOR ``(e^{ε/2}/(1+e^{ε/2}), 1/(1+e^{ε/2}))``;
+* k-ary randomized response (direct encoding / generalised RR): report the item with
+  probability ``e^ε/(e^ε+k-1)``, otherwise one of the other ``k-1`` items uniformly.
+
+The aggregator's classical answer is the unbiased frequency estimate, which can be negative and
+need not sum to one; :func:`project_simplex` (least squares, the post-processing the LDP paper
+compares against; "Norm-Sub" in Wang et al. 2020) and :func:`clip_normalize` make it a
+distribution.  The noise-aware alternative is :class:`pymc_dpnoise.OUELikelihood` and friends.
+
+Every function takes a :class:`numpy.random.Generator` and broadcasts ``epsilon`` per report
+(personalised budgets).  Simulation grade: see :mod:`pymc_dpnoise.mechanisms`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_finite, check_positive
+from .core import _rng
+
+__all__ = [
+    "clip_normalize",
+    "compress_reports",
+    "krr_estimate",
+    "krr_perturb",
+    "krr_probabilities",
+    "oue_estimate",
+    "oue_perturb",
+    "oue_probabilities",
+    "project_simplex",
+    "sue_perturb",
+    "sue_probabilities",
+    "unary_encoding_estimate",
+    "unary_encoding_perturb",
+]
+
+
+def _sigmoid(x):
+    x = np.asarray(x, dtype=float)
+    return np.where(
+        x >= 0, 1 / (1 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x)))
+    )
+
+
+def _items(items, k):
+    if not (isinstance(k, int | np.integer) and k >= 2):
+        raise ValueError(f"`k` must be an integer >= 2; got {k!r}")
+    x = np.asarray(items)
+    if x.dtype.kind == "f":
+        if not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
+            raise ValueError("`items` must be integers in [0, k)")
+        x = x.astype(np.int64)
+    if x.dtype.kind not in "iu":
+        raise ValueError(f"`items` must be integers in [0, k); got dtype {x.dtype}")
+    if x.size and (x.min() < 0 or x.max() >= k):
+        raise ValueError(f"`items` must be in [0, {k}); found values in [{x.min()}, {x.max()}]")
+    return x
+
+
+def _epsilon(epsilon, shape):
+    check_positive("epsilon", epsilon)
+    eps = np.asarray(epsilon, dtype=float)
+    try:
+        out = np.broadcast_shapes(eps.shape, shape)
+    except ValueError:
+        raise ValueError(
+            f"`epsilon` with shape {eps.shape} does not broadcast against `items` {shape}"
+        ) from None
+    if out != tuple(shape):
+        raise ValueError(f"`epsilon` with shape {eps.shape} would enlarge `items` {shape}")
+    return eps
+
+
+def oue_probabilities(epsilon):
+    """``(keep_prob, flip_prob)`` of optimal unary encoding: ``(1/2, 1/(1+e^ε))``."""
+    eps = np.asarray(epsilon, dtype=float)
+    return np.full(eps.shape, 0.5)[()], _sigmoid(-eps)[()]
+
+
+def sue_probabilities(epsilon):
+    """``(keep_prob, flip_prob)`` of symmetric unary encoding (basic one-time RAPPOR)."""
+    eps = np.asarray(epsilon, dtype=float)
+    return _sigmoid(eps / 2)[()], _sigmoid(-eps / 2)[()]
+
+
+def krr_probabilities(epsilon, k):
+    """``(keep_prob, other_prob)`` of k-ary randomized response."""
+    eps = np.asarray(epsilon, dtype=float)
+    keep = 1.0 / (1.0 + (k - 1) * np.exp(-eps))
+    return keep[()], ((1.0 - keep) / (k - 1))[()]
+
+
+def unary_encoding_perturb(items, k, keep_prob, flip_prob, rng):
+    """Unary encoding: one-hot encode each item, report each bit as 1 with ``keep_prob`` (own
+    bit) or ``flip_prob`` (other bits).  Returns an ``int8`` array of shape ``items.shape + (k,)``.
+
+    The mechanism is ``ln(keep (1-flip) / (flip (1-keep)))``-LDP.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> unary_encoding_perturb([0, 2], 3, 1.0 - 1e-12, 1e-12, np.random.default_rng(0))
+    array([[1, 0, 0],
+           [0, 0, 1]], dtype=int8)
+    """
+    rng = _rng(rng)
+    x = _items(items, k)
+    for name, v in (("keep_prob", keep_prob), ("flip_prob", flip_prob)):
+        check_finite(name, v)
+        if np.any((np.asarray(v) <= 0) | (np.asarray(v) >= 1)):
+            raise ValueError(f"`{name}` must be in (0, 1); got {v}")
+    a = np.asarray(keep_prob, dtype=float)[..., None]
+    b = np.asarray(flip_prob, dtype=float)[..., None]
+    onehot = x[..., None] == np.arange(k)
+    prob = np.where(onehot, a, b)
+    return (rng.random(x.shape + (k,)) < prob).astype(np.int8)
+
+
+def oue_perturb(items, k, epsilon, rng):
+    """Optimal unary encoding (Wang et al. 2017; LDP paper eq. 9).
+
+    Parameters
+    ----------
+    items : array_like of int
+        True items in ``[0, k)``, any shape.
+    k : int
+        Number of items.
+    epsilon : float or array_like
+        Budget per report (broadcast against ``items``), > 0.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray of int8, shape ``items.shape + (k,)``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = oue_perturb([0, 1, 1, 2], 3, 1.0, np.random.default_rng(0))
+    >>> z.shape, z.dtype
+    ((4, 3), dtype('int8'))
+    """
+    x = _items(items, k)
+    eps = _epsilon(epsilon, x.shape)
+    a, b = oue_probabilities(eps)
+    return unary_encoding_perturb(x, k, a, b, rng)
+
+
+def sue_perturb(items, k, epsilon, rng):
+    """Symmetric unary encoding (basic one-time RAPPOR): keep prob ``e^{ε/2}/(1+e^{ε/2})``."""
+    x = _items(items, k)
+    eps = _epsilon(epsilon, x.shape)
+    a, b = sue_probabilities(eps)
+    return unary_encoding_perturb(x, k, a, b, rng)
+
+
+def krr_perturb(items, k, epsilon, rng):
+    """k-ary randomized response (direct encoding); ``k = 2`` is binary randomized response.
+
+    Returns integers in ``[0, k)`` of the shape of ``items``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> krr_perturb([0, 1, 2], 3, 60.0, np.random.default_rng(0))
+    array([0, 1, 2])
+    """
+    rng = _rng(rng)
+    x = _items(items, k)
+    eps = _epsilon(epsilon, x.shape)
+    keep, _ = krr_probabilities(eps, k)
+    lie = rng.random(x.shape) >= keep
+    other = rng.integers(0, k - 1, size=x.shape)
+    other = other + (other >= x)  # uniform over the k-1 other items
+    return np.where(lie, other, x).astype(np.int64)
+
+
+def _check_bits(reports, k=None):
+    z = np.asarray(reports)
+    if z.ndim < 1:
+        raise ValueError("`reports` must have at least one axis (the k bits of each report)")
+    if k is not None and z.shape[-1] != k:
+        raise ValueError(f"`reports` must have {k} bits per report; got {z.shape[-1]}")
+    if not np.all((z == 0) | (z == 1)):
+        raise ValueError("`reports` must contain only 0 and 1")
+    return z
+
+
+def unary_encoding_estimate(reports, keep_prob, flip_prob, axis=0):
+    """Unbiased frequency estimate ``(mean_i z_ij - b_i) / (a_i - b_i)`` (averaged per report).
+
+    With one budget for all reports this is Wang et al.'s estimator
+    ``(mean z_j - b) / (a - b)``; with per-report probabilities it averages the per-report
+    unbiased terms.  The result can be negative and need not sum to one.
+    """
+    z = _check_bits(reports).astype(float)
+    a = np.asarray(keep_prob, dtype=float)
+    b = np.asarray(flip_prob, dtype=float)
+    if a.ndim:
+        a = a[..., None]
+    if b.ndim:
+        b = b[..., None]
+    return np.mean((z - b) / (a - b), axis=axis)
+
+
+def oue_estimate(reports, epsilon, axis=0):
+    """Unbiased OUE frequency estimate ``f_k = (mean z_k - q)/(1/2 - q)``, ``q = 1/(1+e^ε)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> items = rng.choice(3, size=100_000, p=[0.7, 0.2, 0.1])
+    >>> f = oue_estimate(oue_perturb(items, 3, 1.0, rng), 1.0)
+    >>> bool(np.all(np.abs(f - [0.7, 0.2, 0.1]) < 0.03))  # sd ~ 0.006 per item here
+    True
+    """
+    check_positive("epsilon", epsilon)
+    a, b = oue_probabilities(epsilon)
+    return unary_encoding_estimate(reports, a, b, axis=axis)
+
+
+def krr_estimate(reports, k, epsilon):
+    """Unbiased k-RR frequency estimate ``(count_j/N - q)/(p - q)`` (averaged per report)."""
+    check_positive("epsilon", epsilon)
+    y = _items(reports, k).ravel()
+    keep, other = krr_probabilities(np.asarray(epsilon, dtype=float).ravel(), k)
+    onehot = (y[:, None] == np.arange(k)).astype(float)
+    keep = np.broadcast_to(keep, y.shape)[:, None]
+    other = np.broadcast_to(other, y.shape)[:, None]
+    return np.mean((onehot - other) / (keep - other), axis=0)
+
+
+def project_simplex(v, axis=-1):
+    """Euclidean (least-squares) projection onto the probability simplex.
+
+    The closest point in L2 to ``v`` with non-negative entries summing to one (Duchi et al.
+    2008, sort-based; Hay et al. 2010's least-squares consistency; "Norm-Sub" in Wang et al.
+    2020).
+
+    Examples
+    --------
+    >>> project_simplex([0.8, 0.5, -0.2])
+    array([0.65, 0.35, 0.  ])
+    """
+    x = np.moveaxis(np.asarray(v, dtype=float), axis, -1)
+    check_finite("v", x)
+    k = x.shape[-1]
+    u = -np.sort(-x, axis=-1)
+    css = np.cumsum(u, axis=-1) - 1.0
+    ind = np.arange(1, k + 1)
+    cond = u - css / ind > 0
+    rho = k - np.argmax(cond[..., ::-1], axis=-1)  # last index where cond holds (1-based)
+    tau = np.take_along_axis(css, (rho - 1)[..., None], axis=-1) / rho[..., None]
+    return np.moveaxis(np.maximum(x - tau, 0.0), -1, axis)
+
+
+def clip_normalize(v, axis=-1):
+    """Clip negative estimates to zero and rescale to sum to one ("Norm-Mul", Wang et al. 2020).
+
+    If every entry is <= 0 the result is uniform.
+    """
+    x = np.maximum(np.asarray(v, dtype=float), 0.0)
+    s = x.sum(axis=axis, keepdims=True)
+    k = x.shape[axis]
+    return np.where(s > 0, x / np.where(s > 0, s, 1.0), 1.0 / k)
+
+
+def compress_reports(reports, *, axis=0):
+    """Group identical reports: ``(patterns, counts)`` with ``counts.sum() == N``.
+
+    For bit-vector reports ``(N, k)`` the patterns are the distinct rows; for k-RR reports
+    ``(N,)`` the distinct items.  Pass them as ``observed=patterns, counts=counts`` to the
+    noise-aware likelihoods: the log-likelihood is the same, the work is per pattern.
+
+    Examples
+    --------
+    >>> patterns, counts = compress_reports([[1, 0], [0, 1], [1, 0]])
+    >>> patterns.tolist(), counts.tolist()
+    ([[0, 1], [1, 0]], [1, 2])
+    """
+    z = np.asarray(reports)
+    if z.ndim == 1:
+        patterns, counts = np.unique(z, return_counts=True)
+    else:
+        patterns, counts = np.unique(z, axis=axis, return_counts=True)
+    return patterns, counts
