@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_LEVELS",
     "ClippedExponentialSBC",
     "ClippedNormalSBC",
+    "HistogramSBC",
     "SBCProblem",
     "SBCResult",
     "binomial_band",
@@ -230,6 +231,22 @@ class SBCProblem:
         """The PyMC model fitted to the reports (noise-aware, or the naive baseline)."""
         raise NotImplementedError
 
+    def model_data(self, reports, noise_aware: bool = True):
+        """The value of the ``"reports"`` data container for these reports (default: as is).
+
+        A naive baseline that works on a summary of the reports (e.g. de-biased counts)
+        overrides this, so that a compiled model can be re-used with new data.
+        """
+        return reports
+
+    def extract(self, posterior, truth: dict) -> list[tuple[np.ndarray, float]]:
+        """(posterior draws, true value) for each entry of :attr:`param_names`.
+
+        The default reads one scalar variable per name; problems with vector parameters
+        (e.g. a simplex) override it to return one entry per component.
+        """
+        return [(np.asarray(posterior[n].values, dtype=float), truth[n]) for n in self.param_names]
+
 
 @dataclasses.dataclass(frozen=True)
 class ClippedNormalSBC(SBCProblem):
@@ -315,6 +332,68 @@ class ClippedExponentialSBC(SBCProblem):
         return model
 
 
+@dataclasses.dataclass(frozen=True)
+class HistogramSBC(SBCProblem):
+    """LDP Fig. 10: items from ``theta ~ Dirichlet(alpha)`` (k items) reported through a
+    frequency oracle (``"oue"``, ``"sue"`` or ``"krr"``).
+
+    The naive model treats counts as if they were the true item counts: for unary encodings
+    the de-biased estimate projected onto the simplex (times N, rounded), for k-RR the
+    reported items themselves.  Coverage is recorded per component ``theta[j]``.
+    """
+
+    k: int = 6
+    epsilon: float = 1.0
+    mechanism: str = "oue"
+    alpha: float = 1.0
+
+    @property
+    def param_names(self):
+        return tuple(f"theta[{j}]" for j in range(self.k))
+
+    def simulate(self, rng):
+        from .mechanisms import frequency as fm
+
+        theta = rng.dirichlet(np.full(self.k, self.alpha))
+        items = rng.choice(self.k, size=self.n, p=theta)
+        perturb = {"oue": fm.oue_perturb, "sue": fm.sue_perturb, "krr": fm.krr_perturb}
+        reports = perturb[self.mechanism](items, self.k, self.epsilon, rng)
+        return {"theta": theta}, reports
+
+    def model_data(self, reports, noise_aware=True):
+        if noise_aware:
+            return reports
+        from .baselines import projected_estimate, rounded_counts
+
+        if self.mechanism == "krr":
+            return np.bincount(reports, minlength=self.k).astype(np.int64)
+        f = projected_estimate(reports, self.epsilon, self.mechanism)
+        return rounded_counts(f, self.n)
+
+    def build_model(self, reports, noise_aware=True):
+        import pymc as pm
+
+        from . import distributions as dists
+
+        likelihood = {
+            "oue": dists.OUELikelihood,
+            "sue": dists.SUELikelihood,
+            "krr": dists.KRRLikelihood,
+        }[self.mechanism]
+        with pm.Model() as model:
+            data = pm.Data("reports", self.model_data(reports, noise_aware))
+            theta = pm.Dirichlet("theta", np.full(self.k, self.alpha))
+            if noise_aware:
+                likelihood("z", p=theta, epsilon=self.epsilon, observed=data)
+            else:
+                pm.Multinomial("z", n=self.n, p=theta, observed=data)
+        return model
+
+    def extract(self, posterior, truth):
+        post = np.asarray(posterior["theta"].values, dtype=float)
+        return [(post[..., j], float(truth["theta"][j])) for j in range(self.k)]
+
+
 # --------------------------------------------------------------------------------------------
 # SBC driver
 # --------------------------------------------------------------------------------------------
@@ -369,7 +448,9 @@ def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
                 import nutpie
 
                 compiled = nutpie.compile_pymc_model(problem.build_model(reports, noise_aware))
-            trace = _fit_nutpie(compiled, reports, draws, tune, chains, seed)
+            trace = _fit_nutpie(
+                compiled, problem.model_data(reports, noise_aware), draws, tune, chains, seed
+            )
         else:
             import pymc as pm
 
@@ -386,10 +467,9 @@ def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
                 compute_convergence_checks=False,
             )
         row_q, row_t, rhats = [], [], []
-        for name in problem.param_names:
-            post = np.asarray(trace.posterior[name].values, dtype=float)
-            row_q.append(posterior_quantile(post, truth[name]))
-            row_t.append(truth[name])
+        for post, true in problem.extract(trace.posterior, truth):
+            row_q.append(posterior_quantile(post, true))
+            row_t.append(true)
             rhats.append(split_rhat(post))
         try:
             div = int(np.asarray(trace.sample_stats["diverging"].values).sum())

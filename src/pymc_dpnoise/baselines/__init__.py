@@ -14,9 +14,13 @@ from .clipped import (
     naive_exponential,
     naive_normal,
 )
+from .frequency import naive_histogram, projected_estimate, rounded_counts
 
 __all__ = [
     "latent_clipped_normal_model",
     "naive_exponential",
+    "naive_histogram",
     "naive_normal",
+    "projected_estimate",
+    "rounded_counts",
 ]
