@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import shlex
@@ -160,3 +161,35 @@ class Timer:
         self.wall = time.perf_counter() - self.w0
         self.cpu = time.process_time() - self.c0
         return False
+
+
+def time_variants(fns: dict, rounds: int, batch_seconds: float = 0.03):
+    """Time each callable in ``fns`` in interleaved rounds (rotating order, so load changes hit
+    every variant alike); each timing is a batch of calls of about ``batch_seconds``.
+
+    Returns ``(wall, cpu, reps)``: per variant the list of per-call wall and CPU seconds (one
+    entry per round) and the batch size.
+    """
+    names = list(fns)
+    reps = {}
+    for k in names:
+        best = math.inf
+        for _ in range(5):
+            with Timer() as t:
+                fns[k]()
+            best = min(best, t.wall)
+        reps[k] = max(1, math.ceil(batch_seconds / max(best, 1e-7)))
+    wall = {k: [] for k in names}
+    cpu = {k: [] for k in names}
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for k in order:
+            f = fns[k]
+            n = reps[k]
+            f()  # untimed: lets the previous variant's worker threads (XLA) go idle first
+            with Timer() as t:
+                for _ in range(n):
+                    f()
+            wall[k].append(t.wall / n)
+            cpu[k].append(t.cpu / n)
+    return wall, cpu, reps

@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 import pytensor  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
-from _common import Timer, machine_info, md_table, write_results  # noqa: E402
+from _common import Timer, machine_info, md_table, time_variants, write_results  # noqa: E402
 from pytensor.compile.mode import Mode  # noqa: E402
 
 import pymc_dpnoise as pmd  # noqa: E402
@@ -248,32 +248,6 @@ def build(dist: str, eps: float, z: np.ndarray):
 
     fns["jax_hand"] = call_hand
     return fns, compile_s, warns, float(inside.mean())
-
-
-def time_variants(fns: dict, rounds: int, batch_seconds: float = 0.03):
-    names = list(fns)
-    reps = {}
-    for k in names:
-        best = math.inf
-        for _ in range(5):
-            with Timer() as t:
-                fns[k]()
-            best = min(best, t.wall)
-        reps[k] = max(1, math.ceil(batch_seconds / max(best, 1e-7)))
-    wall = {k: [] for k in names}
-    cpu = {k: [] for k in names}
-    for r in range(rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for k in order:
-            f = fns[k]
-            n = reps[k]
-            f()  # untimed: lets the previous variant's worker threads (XLA) go idle first
-            with Timer() as t:
-                for _ in range(n):
-                    f()
-            wall[k].append(t.wall / n)
-            cpu[k].append(t.cpu / n)
-    return wall, cpu, reps
 
 
 def main():

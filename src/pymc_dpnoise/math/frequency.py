@@ -107,17 +107,20 @@ def _batched_take(table, index, n_trailing=0):
     return table.reshape((-1,))[flat]
 
 
-def bits_dot(z, p):
+def bits_dot(z, p, method="auto"):
     r""":math:`t = \sum_j p_j z_j` for 0/1 reports ``z`` (..., k) and weights ``p`` (..., k).
 
-    Uses per-byte lookup tables (see the module docstring) when ``k`` is known and ``p`` is
-    shared across reports (its batch axes broadcast against those of ``z``); otherwise the
-    dense product ``sum(p * z, -1)``.  Both give the same value to rounding.
+    With ``method="auto"`` (default), per-byte lookup tables (see the module docstring) are
+    used when ``k`` is known and ``p`` is shared across reports (its batch axes broadcast
+    against those of ``z``); otherwise the dense product ``sum(p * z, -1)``
+    (``method="dense"`` forces it).  Both give the same value to rounding.
     """
+    if method not in ("auto", "dense"):
+        raise ValueError(f"`method` must be 'auto' or 'dense'; got {method!r}")
     p = _f64(p)
     z = pt.as_tensor_variable(z)
     k = _static_len(z) or _static_len(p)
-    if k is not None and z.ndim >= 1:
+    if method == "auto" and k is not None and z.ndim >= 1:
         nb = -(-k // 8)
         pad = 8 * nb - k
         zi = pt.cast(z, "int64")
@@ -137,7 +140,7 @@ def bits_dot(z, p):
     return (p * pt.cast(z, "float64")).sum(-1)
 
 
-def unary_encoding_logp(z, p, log_b, log1m_b, log1m_a, ell):
+def unary_encoding_logp(z, p, log_b, log1m_b, log1m_a, ell, method="auto"):
     r"""Log-likelihood of unary-encoded reports (generalised LDP eq. 33), one value per report.
 
     Parameters
@@ -152,23 +155,25 @@ def unary_encoding_logp(z, p, log_b, log1m_b, log1m_a, ell):
         :math:`\log(1 - a)`, a = P(report 1 | true bit 1).
     ell : tensor
         :math:`\operatorname{logit} a - \operatorname{logit} b` (:math:`\epsilon` for OUE and SUE).
+    method : {"auto", "dense"}
+        How :math:`\theta^\top z` is computed (:func:`bits_dot`).
     """
     z = pt.as_tensor_variable(z)
     k = z.shape[-1]
     m = pt.cast(z, "float64").sum(-1)
     log_b, log1m_b, log1m_a, ell = map(_f64, (log_b, log1m_b, log1m_a, ell))
     const = m * log_b + (k - m) * log1m_b + log1m_a - log1m_b
-    return const + log1p_expm1_times(ell, bits_dot(z, p))
+    return const + log1p_expm1_times(ell, bits_dot(z, p, method))
 
 
-def oue_logp(z, p, epsilon):
+def oue_logp(z, p, epsilon, method="auto"):
     r"""Optimal unary encoding (LDP paper, Supplement 11, eq. 33; REFERENCE §2.3).
 
     :math:`a = 1/2`, :math:`b = 1/(1+e^\epsilon)`: :math:`\log b = -\operatorname{softplus}(\epsilon)`,
     :math:`\log(1-b) = -\operatorname{softplus}(-\epsilon)`, :math:`\ell = \epsilon`.
     """
     eps = _f64(epsilon)
-    return unary_encoding_logp(z, p, -pt.softplus(eps), -pt.softplus(-eps), -_LOG2, eps)
+    return unary_encoding_logp(z, p, -pt.softplus(eps), -pt.softplus(-eps), -_LOG2, eps, method)
 
 
 def sue_logp(z, p, epsilon):

@@ -1,0 +1,304 @@
+"""Frequency oracles beyond the generic harness: mechanisms, estimators, baselines, the
+lookup-table path against the dense product, grouped reports, pm.Data, and NUTS recovery of θ
+against the exact grid posterior."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from cases.frequency import oue_reference
+from pymc.logprob.utils import ParameterValueError
+from scipy import optimize, stats
+
+import pymc_dpnoise as pmd
+from pymc_dpnoise import baselines
+from pymc_dpnoise import mechanisms as m
+from pymc_dpnoise.math import bits_dot
+
+# --------------------------------------------------------------------------------------------
+# Mechanisms
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("perturb", "probs"),
+    [
+        (m.oue_perturb, m.oue_probabilities),
+        (m.sue_perturb, m.sue_probabilities),
+    ],
+)
+@pytest.mark.parametrize("eps", [0.2, 3.0])
+def test_unary_bit_probabilities(perturb, probs, eps):
+    """Own bit is 1 with prob a, other bits with prob b (binomial z-test, and it has power)."""
+    n, k = 100_000, 4
+    z = perturb(np.full(n, 2), k, eps, np.random.default_rng(1))
+    assert z.shape == (n, k) and z.dtype == np.int8
+    a, b = probs(eps)
+    expected = np.where(np.arange(k) == 2, a, b)
+    se = np.sqrt(expected * (1 - expected) / n)
+    zscore = (z.mean(0) - expected) / se
+    assert np.all(np.abs(zscore) < 4.5), zscore
+    wrong = np.where(np.arange(k) == 2, a + 0.01, b)
+    assert np.max(np.abs((z.mean(0) - wrong) / se)) > 4.5
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_krr_report_distribution(k):
+    eps, n = 1.3, 200_000
+    y = m.krr_perturb(np.zeros(n, dtype=int), k, eps, np.random.default_rng(2))
+    keep, other = m.krr_probabilities(eps, k)
+    expected = np.array([keep] + [other] * (k - 1))
+    assert expected.sum() == pytest.approx(1.0)
+    counts = np.bincount(y, minlength=k)
+    assert stats.chisquare(counts, n * expected).pvalue > 1e-3
+
+
+def test_personalised_budgets_per_report():
+    """A vector epsilon gives each report its own budget."""
+    rng = np.random.default_rng(3)
+    items = np.zeros(20_000, dtype=int)
+    eps = np.where(np.arange(20_000) % 2 == 0, 0.01, 60.0)
+    z = m.oue_perturb(items, 3, eps, rng)
+    exact = z[1::2]  # eps = 60: other bits are never 1
+    assert np.all(exact[:, 1:] == 0)
+    assert z[::2, 1:].mean() == pytest.approx(m.oue_probabilities(0.01)[1], abs=0.01)
+    y = m.krr_perturb(np.arange(10) % 3, 3, np.full(10, 60.0), rng)
+    np.testing.assert_array_equal(y, np.arange(10) % 3)
+
+
+@pytest.mark.parametrize("mechanism", ["oue", "sue", "krr"])
+def test_estimators_are_unbiased(mechanism):
+    """|estimate - theta| within 5 standard errors computed from the per-report terms."""
+    rng = np.random.default_rng(4)
+    theta = np.array([0.6, 0.25, 0.1, 0.05])
+    k, n = 4, 200_000
+    items = rng.choice(k, size=n, p=theta)
+    eps = rng.uniform(0.5, 2.0, size=n)  # personalised budgets
+    if mechanism == "krr":
+        y = m.krr_perturb(items, k, eps, rng)
+        est = m.krr_estimate(y, k, eps)
+        keep, other = m.krr_probabilities(eps, k)
+        terms = ((y[:, None] == np.arange(k)) - other[:, None]) / (keep - other)[:, None]
+    else:
+        perturb, probs = {
+            "oue": (m.oue_perturb, m.oue_probabilities),
+            "sue": (m.sue_perturb, m.sue_probabilities),
+        }[mechanism]
+        z = perturb(items, k, eps, rng)
+        a, b = probs(eps)
+        est = m.unary_encoding_estimate(z, a, b)
+        terms = (z - b[:, None]) / (a - b)[:, None]
+    np.testing.assert_allclose(est, terms.mean(0))
+    se = terms.std(0) / np.sqrt(n)
+    assert np.all(np.abs(est - theta) < 5 * se), (est, theta, se)
+
+
+def test_project_simplex_matches_quadratic_program():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        k = rng.integers(2, 8)
+        v = rng.normal(0.3, 0.6, size=k)
+        ours = m.project_simplex(v)
+        res = optimize.minimize(
+            lambda x, v=v: 0.5 * np.sum((x - v) ** 2),
+            np.full(k, 1.0 / k),
+            jac=lambda x, v=v: x - v,
+            bounds=[(0, 1)] * k,
+            constraints=[
+                {"type": "eq", "fun": lambda x: x.sum() - 1, "jac": lambda x: np.ones_like(x)}
+            ],
+            method="SLSQP",
+            options={"ftol": 1e-14, "maxiter": 500},
+        )
+        assert ours.min() >= 0 and ours.sum() == pytest.approx(1.0)
+        np.testing.assert_allclose(ours, res.x, atol=1e-6)
+    p = rng.dirichlet(np.ones(5))
+    np.testing.assert_allclose(m.project_simplex(p), p, atol=1e-15)  # identity on the simplex
+    batch = rng.normal(size=(3, 4))
+    np.testing.assert_allclose(m.project_simplex(batch)[1], m.project_simplex(batch[1]))
+
+
+def test_clip_normalize_and_rounded_counts():
+    np.testing.assert_allclose(m.clip_normalize([0.6, -0.2, 0.2]), [0.75, 0.0, 0.25])
+    np.testing.assert_allclose(m.clip_normalize([-1.0, -2.0]), [0.5, 0.5])
+    c = baselines.rounded_counts([0.335, 0.335, 0.33], 100)
+    assert c.sum() == 100 and set(c) <= {33, 34}
+    with pytest.raises(ValueError, match="frequencies"):
+        baselines.rounded_counts([0.5, 0.6], 10)
+
+
+def test_projected_estimate_is_on_the_simplex():
+    rng = np.random.default_rng(6)
+    items = rng.choice(3, size=100, p=[0.7, 0.2, 0.1])
+    for mech, reports in [
+        ("oue", m.oue_perturb(items, 3, 0.5, rng)),
+        ("sue", m.sue_perturb(items, 3, 0.5, rng)),
+        ("krr", m.krr_perturb(items, 3, 0.5, rng)),
+    ]:
+        f = baselines.projected_estimate(reports, 0.5, mech, k=3)
+        assert np.all(f >= 0) and f.sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="`k`"):
+        baselines.projected_estimate(items, 0.5, "krr")
+
+
+@pytest.mark.parametrize(
+    ("call", "arg"),
+    [
+        (lambda: m.oue_perturb([0, 3], 3, 1.0, np.random.default_rng(0)), "items"),
+        (lambda: m.oue_perturb([0, 1], 1, 1.0, np.random.default_rng(0)), "k"),
+        (lambda: m.oue_perturb([0, 1.5], 3, 1.0, np.random.default_rng(0)), "items"),
+        (lambda: m.oue_perturb([0, 1], 3, 0.0, np.random.default_rng(0)), "epsilon"),
+        (lambda: m.oue_perturb([0, 1], 3, [1.0, 1.0, 1.0], np.random.default_rng(0)), "epsilon"),
+        (lambda: m.krr_perturb([0, 1], 3, -1.0, np.random.default_rng(0)), "epsilon"),
+        (lambda: m.unary_encoding_perturb([0], 3, 1.0, 0.2, np.random.default_rng(0)), "keep_prob"),
+        (lambda: m.oue_estimate([[0, 2, 1]], 1.0), "reports"),
+        (lambda: m.project_simplex([0.5, np.nan]), "v"),
+    ],
+)
+def test_release_side_bad_input_names_argument(call, arg):
+    with pytest.raises(ValueError, match=f"`{arg}`"):
+        call()
+
+
+# --------------------------------------------------------------------------------------------
+# The likelihood's internals
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 7, 8, 17, 64])
+def test_lookup_tables_equal_dense_product(k):
+    rng = np.random.default_rng(k)
+    z = (rng.random((4, 5, k)) < 0.5).astype(np.int8)
+    p = rng.random((4, 1, k))
+    dense = np.einsum("gnk,gk->gn", z, p[:, 0])
+    fast = bits_dot(pt.as_tensor_variable(z), pt.as_tensor_variable(p)).eval()
+    np.testing.assert_allclose(fast, dense, rtol=1e-14)
+    np.testing.assert_allclose(bits_dot(z, p[0, 0]).eval(), z @ p[0, 0], rtol=1e-14)
+    forced = bits_dot(z, p, method="dense").eval()
+    np.testing.assert_allclose(forced, dense, rtol=1e-14)
+    with pytest.raises(ValueError, match="method"):
+        bits_dot(z, p, method="sparse")
+
+
+def test_grouped_reports_with_counts_equal_ungrouped():
+    rng = np.random.default_rng(8)
+    theta = np.array([0.5, 0.3, 0.2])
+    z = m.oue_perturb(rng.choice(3, 500, p=theta), 3, 1.0, rng)
+    patterns, counts = m.compress_reports(z)
+    assert counts.sum() == 500 and len(patterns) <= 8
+    full = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0), z).eval().sum()
+    grouped = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0, counts=counts), patterns).eval()
+    assert grouped.sum() == pytest.approx(full, rel=1e-12)
+    y = m.krr_perturb(rng.choice(3, 400, p=theta), 3, 1.0, rng)
+    items, cnt = m.compress_reports(y)
+    full = pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0), y).eval().sum()
+    grouped = pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0, counts=cnt), items).eval()
+    assert grouped.sum() == pytest.approx(full, rel=1e-12)
+    # a zero count contributes nothing, even for a report of zero probability
+    zero = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0, counts=0.0), z[:1]).eval()
+    assert zero[0] == 0.0
+
+
+def test_invalid_values_have_zero_probability():
+    theta = np.array([0.5, 0.3, 0.2])
+    lp = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0), np.array([[0, 2, 1], [1, 0, 0]]))
+    lp = lp.eval()
+    assert lp[0] == -np.inf and np.isfinite(lp[1])
+    lp = pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0), np.array([3, -1, 2])).eval()
+    assert lp[0] == -np.inf and lp[1] == -np.inf and np.isfinite(lp[2])
+
+
+def test_random_p_off_the_simplex_is_caught():
+    p = pt.dvector("p")
+    rv = pmd.OUELikelihood.dist(p=p, epsilon=1.0)
+    f = pytensor.function([p], pm.logp(rv, np.array([1, 0, 0], dtype=np.int8)))
+    assert np.isfinite(f(np.array([0.5, 0.3, 0.2])))
+    with pytest.raises(ParameterValueError, match="simplex"):
+        f(np.array([0.5, 0.3, 0.3]))
+    with pm.Model() as model:  # inside a model the check becomes a -inf logp
+        q = pm.Flat("q", shape=3)
+        pmd.OUELikelihood("z", p=q, epsilon=1.0, observed=np.array([[1, 0, 0]]))
+    assert model.compile_logp()({"q": np.array([0.5, 0.3, 0.3])}) == -np.inf
+
+
+def test_pm_data_reports_and_set_data():
+    rng = np.random.default_rng(9)
+    theta = np.array([0.5, 0.3, 0.2])
+    z1 = m.oue_perturb(rng.choice(3, 200, p=theta), 3, 1.0, rng)
+    z2 = m.oue_perturb(rng.choice(3, 200, p=theta), 3, 1.0, rng)
+    with pm.Model() as model:
+        data = pm.Data("reports", z1)
+        th = pm.Dirichlet("theta", np.ones(3))
+        pmd.OUELikelihood("z", p=th, epsilon=1.0, observed=data)
+    f = model.compile_logp(vars=[model["z"]], jacobian=False)
+    point = model.initial_point()
+    th0 = np.full(3, 1 / 3)
+    assert f(point) == pytest.approx(oue_reference(z1, th0, 1.0).sum(), rel=1e-12)
+    pm.set_data({"reports": z2}, model=model)
+    assert f(point) == pytest.approx(oue_reference(z2, th0, 1.0).sum(), rel=1e-12)
+
+
+def test_predictive_draws_are_reports():
+    rng = np.random.default_rng(10)
+    z = m.oue_perturb(rng.choice(3, 50, p=[0.6, 0.3, 0.1]), 3, 1.0, rng)
+    with pm.Model() as model:
+        th = pm.Dirichlet("theta", np.ones(3))
+        pmd.OUELikelihood("z", p=th, epsilon=1.0, observed=z)
+        prior = pm.sample_prior_predictive(draws=20, random_seed=1)
+    zz = prior.prior_predictive["z"].values
+    assert zz.shape == (1, 20, 50, 3)
+    assert set(np.unique(zz)) <= {0, 1}
+    assert model["z"].dtype == "int8"
+
+
+# --------------------------------------------------------------------------------------------
+# NUTS recovers theta: compared with the exact posterior on a grid (k = 3)
+# --------------------------------------------------------------------------------------------
+
+
+def _grid_posterior_mean(reports, eps, n_grid=400):
+    """Posterior mean of theta under Dirichlet(1) by brute force on a fine simplex grid."""
+    patterns, counts = m.compress_reports(reports)
+    g = (np.arange(n_grid) + 0.5) / n_grid
+    t1, t2 = np.meshgrid(g, g, indexing="ij")
+    ok = t1 + t2 < 1
+    thetas = np.stack([t1[ok], t2[ok], 1 - t1[ok] - t2[ok]], axis=-1)
+    loglik = np.zeros(len(thetas))
+    for pat, c in zip(patterns, counts, strict=True):
+        loglik += c * oue_reference(pat[None, :], thetas[:, None, :], eps)[:, 0]
+    w = np.exp(loglik - loglik.max())
+    w /= w.sum()
+    mean = w @ thetas
+    sd = np.sqrt(w @ (thetas - mean) ** 2)
+    return mean, sd
+
+
+@pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
+def test_nuts_recovers_the_exact_posterior(sampler):
+    if sampler != "pymc":
+        pytest.importorskip(sampler)
+    rng = np.random.default_rng(11)
+    theta, eps = np.array([0.6, 0.3, 0.1]), 0.5
+    z = m.oue_perturb(rng.choice(3, 3000, p=theta), 3, eps, rng)
+    mean, sd = _grid_posterior_mean(z, eps)
+    with pm.Model():
+        th = pm.Dirichlet("theta", np.ones(3))
+        pmd.OUELikelihood("z", p=th, epsilon=eps, observed=z)
+        idata = pm.sample(
+            draws=1000,
+            tune=700,
+            chains=2,
+            cores=1,
+            random_seed=3,
+            progressbar=False,
+            nuts_sampler=sampler,
+            compute_convergence_checks=False,
+        )
+    post = idata.posterior["theta"].values.reshape(-1, 3)
+    # Monte Carlo error of the mean with ~ 500 effective draws: sd / sqrt(500)
+    assert np.all(np.abs(post.mean(0) - mean) < 5 * sd / np.sqrt(500)), (post.mean(0), mean)
+    assert np.all(np.abs(post.std(0) / sd - 1) < 0.15)
+    assert np.all(np.abs(mean - theta) < 4 * sd)  # and the posterior covers the truth
