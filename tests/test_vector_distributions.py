@@ -30,27 +30,35 @@ cases = pytest.mark.parametrize("case", CASES, ids=str)
 _CACHE: dict = {}
 
 
+def _is_option(v) -> bool:
+    """Python options of ``.dist()`` (e.g. ``glm="logistic"``): passed as is, not as tensors."""
+    return isinstance(v, str)
+
+
 def _signature(value, params):
     return tuple(
-        (k, np.shape(v), np.asarray(v).dtype.str) for k, v in [("value", value), *params.items()]
+        (k, v) if _is_option(v) else (k, np.shape(v), np.asarray(v).dtype.str)
+        for k, v in [("value", value), *params.items()]
     )
 
 
 def logp_function(case, value, params, mode=None):
     """Compiled elementwise logp with symbolic inputs of the given (static) shapes."""
     key = (case.name, str(mode), _signature(value, params))
+    tensors = {k: v for k, v in params.items() if not _is_option(v)}
     if key not in _CACHE:
-        ins = {k: pt.tensor(k, dtype="float64", shape=np.shape(v)) for k, v in params.items()}
+        ins = {k: pt.tensor(k, dtype="float64", shape=np.shape(v)) for k, v in tensors.items()}
+        options = {k: v for k, v in params.items() if _is_option(v)}
         val = pt.tensor("value", dtype=np.asarray(value).dtype, shape=np.shape(value))
-        rv = case.cls.dist(**ins)
+        rv = case.cls.dist(**ins, **options)
         fn = pytensor.function([val, *ins.values()], pm.logp(rv, val), mode=mode)
         _CACHE[key] = fn
     fn = _CACHE[key]
-    return fn(value, *[np.asarray(v, dtype="float64") for v in params.values()])
+    return fn(value, *[np.asarray(v, dtype="float64") for v in tensors.values()])
 
 
 def _f64(params):
-    return {k: np.asarray(v, dtype="float64") for k, v in params.items()}
+    return {k: v if _is_option(v) else np.asarray(v, dtype="float64") for k, v in params.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,14 +173,16 @@ def test_draws_match_density(case):
     else:
         assert case.draws_check is not None, "a case needs `support` or `draws_check`"
 
-        def logp_fn(value, params):
-            return logp_function(case, value, _f64(params))
+        def logp_at(p):
+            """The density at parameters ``p``, as a function of the reports only."""
+            return lambda value: logp_function(case, value, _f64(p))
 
-        case.draws_check(draws, params, logp_fn)
-        case.draws_check(mech, params, logp_fn)
+        case.draws_check(draws, params, logp_at(params))
+        case.draws_check(mech, params, logp_at(params))
         if case.shifted is not None:
+            shifted = dict(params, **case.shifted)
             with pytest.raises(AssertionError):
-                case.draws_check(draws, dict(params, **case.shifted), logp_fn)
+                case.draws_check(draws, shifted, logp_at(shifted))
 
 
 @cases
@@ -208,6 +218,9 @@ def test_broadcasting_batch_parameters(case):
     for idx in np.ndindex(shape):
         single = {}
         for name, v in params.items():
+            if _is_option(v):
+                single[name] = v
+                continue
             arr = np.asarray(v, dtype=float)
             core = case.core_ndim[name]
             core_shape = arr.shape[arr.ndim - core :]
@@ -236,7 +249,12 @@ def test_repr_and_float64(case):
     assert case.cls.__name__ in text
     assert "z ~" in text
     data = case.simulate(np.random.default_rng(0), case.typical, 2)
-    rv = case.cls.dist(**{k: (float(v) if np.ndim(v) == 0 else v) for k, v in case.typical.items()})
+    rv = case.cls.dist(
+        **{
+            k: (float(v) if np.ndim(v) == 0 and not _is_option(v) else v)
+            for k, v in case.typical.items()
+        }
+    )
     assert pm.logp(rv, data).dtype == "float64"
 
 

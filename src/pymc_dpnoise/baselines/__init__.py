@@ -7,6 +7,8 @@
 * :func:`latent_clipped_normal_model` — the model a PyMC user writes *without* this package
   for clipped Gaussian LDP data: one latent clean value per report, ``pm.Laplace`` on the
   clipped latent.  Correct, but it has N extra parameters; used in the benchmarks.
+* :func:`dp_sgld` — DP stochastic gradient Langevin dynamics for logistic and Poisson
+  regression with an RDP accountant (the GLM paper's private baseline).
 """
 
 from .clipped import (
@@ -15,9 +17,14 @@ from .clipped import (
     naive_normal,
 )
 from .frequency import naive_histogram, projected_estimate, rounded_counts
+from .regression import ldp_sgd, ldp_sgd_group_size
+from .sufficient import dp_sgld
 
 __all__ = [
+    "dp_sgld",
     "latent_clipped_normal_model",
+    "ldp_sgd",
+    "ldp_sgd_group_size",
     "naive_exponential",
     "naive_histogram",
     "naive_normal",

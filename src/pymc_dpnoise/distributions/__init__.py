@@ -22,12 +22,17 @@ from .frequency import (
     SUELikelihood,
     UnaryEncodingLikelihood,
 )
+from .regression import PerturbedLinReg, PerturbedLogReg
+from .sufficient import SSNormalApprox
 
 __all__ = [
     "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",
     "OUELikelihood",
+    "PerturbedLinReg",
+    "PerturbedLogReg",
+    "SSNormalApprox",
     "SUELikelihood",
     "UnaryEncodingLikelihood",
 ]

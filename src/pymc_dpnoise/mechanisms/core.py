@@ -11,8 +11,10 @@ from .._validation import check_broadcast, check_finite, check_less, check_posit
 
 __all__ = [
     "analytic_gaussian_sigma",
+    "as_matrix",
     "classical_gaussian_sigma",
     "clip",
+    "clip_rows",
     "clipped_sensitivity",
     "gaussian_mechanism",
     "laplace_mechanism",
@@ -59,6 +61,34 @@ def clip(values, lower, upper):
     check_less("lower", lower, "upper", upper)
     check_broadcast(values=v, lower=lower, upper=upper)
     return np.clip(v, lower, upper)
+
+
+def as_matrix(name, X):
+    """``X`` as a finite float 2-d array ``(records, covariates)``; ValueError naming ``name``."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"`{name}` must be a 2-d array (records, covariates); got shape {X.shape}")
+    check_finite(name, X)
+    return X
+
+
+def clip_rows(X, R):
+    """Scale each row of ``X`` down to L2 norm at most ``R`` (rows inside are unchanged).
+
+    The L2 analogue of :func:`clip`: after it, one record's contribution to any statistic
+    built from the rows is bounded, which is what the sensitivities assume.
+
+    Examples
+    --------
+    >>> clip_rows([[3.0, 4.0], [0.3, 0.4]], 1.0)
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
+    """
+    X = as_matrix("X", X)
+    check_positive("R", R)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    scale = np.minimum(1.0, float(R) / np.maximum(norms, np.finfo(float).tiny))
+    return X * scale
 
 
 def clipped_sensitivity(lower, upper):

@@ -1,0 +1,521 @@
+r"""Perturbed-input linear and logistic regression reports (LDP paper, Section 3.2.3, Supplement 12).
+
+Each person holds features :math:`x \sim N(0, \Sigma)` and a response, and reports both through
+local DP mechanisms (Gaussian noise on the features, Gaussian noise or randomized response on the
+response).  One observed row is ``[z_x (d values), z_y]``.  The log densities come from
+:mod:`pymc_dpnoise.math.regression`; the draws are :class:`SymbolicRandomVariable` graphs that
+*are* the mechanism (MvNormal features, response, then perturbation), so they run natively on
+every backend.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.dist_math import check_parameters
+from pymc.distributions.distribution import SymbolicRandomVariable, maybe_resize
+from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
+from pymc.logprob.abstract import _logprob
+from pymc.pytensorf import normalize_rng_param
+from pytensor.tensor.random.basic import multivariate_normal, normal, uniform
+from pytensor.tensor.random.utils import normalize_size_param
+
+from .._validation import check_finite, check_positive, constant_value
+from ..math import regression as rmath
+from ._common import _check_observed, _f64, _NoImputeContinuous
+
+__all__ = ["PerturbedLinReg", "PerturbedLogReg"]
+
+
+# --------------------------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _static_last_dim(x):
+    """Length of the last axis of ``x`` if known now (constant value or static shape)."""
+    v = constant_value(x)
+    if v is not None:
+        return v.shape[-1] if v.ndim else None
+    t = getattr(x, "type", None)
+    if t is not None and getattr(t, "ndim", 0) >= 1:
+        return t.shape[-1]
+    return None
+
+
+def _check_theta(theta):
+    v = constant_value(theta)
+    if v is not None:
+        if v.ndim < 1:
+            raise ValueError(f"`theta` must be a vector (shape (d,)); got shape {v.shape}")
+        check_finite("theta", v)
+    elif getattr(theta, "ndim", 1) < 1:
+        raise ValueError("`theta` must be a vector (shape (d,))")
+    return _static_last_dim(theta)
+
+
+def _check_cov(cov, d):
+    v = constant_value(cov)
+    if v is None:
+        if getattr(cov, "ndim", 2) < 2:
+            raise ValueError("`cov` must be a (d, d) matrix")
+        shape = getattr(getattr(cov, "type", None), "shape", (None, None))
+        if d is not None and shape[-1] is not None and shape[-1] != d:
+            raise ValueError(f"`cov` has shape {shape}, but `theta` has length {d}")
+        return
+    if v.ndim < 2 or v.shape[-1] != v.shape[-2]:
+        raise ValueError(f"`cov` must be a square (d, d) matrix; got shape {v.shape}")
+    if d is not None and v.shape[-1] != d:
+        raise ValueError(f"`cov` has shape {v.shape}, but `theta` has length {d}")
+    check_finite("cov", v)
+    if not np.allclose(v, np.swapaxes(v, -1, -2), rtol=1e-10, atol=1e-12):
+        raise ValueError("`cov` must be symmetric")
+    try:
+        np.linalg.cholesky(v)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            f"`cov` must be positive definite; smallest eigenvalue {np.linalg.eigvalsh(v).min():.3g}"
+        ) from None
+
+
+def _check_sigma_x(sigma_x, d):
+    check_positive("sigma_x", sigma_x)
+    v = constant_value(sigma_x)
+    shape = v.shape if v is not None else getattr(getattr(sigma_x, "type", None), "shape", ())
+    if len(shape) >= 1 and d is not None and shape[-1] not in (None, d, 1):
+        raise ValueError(
+            f"`sigma_x` must be a scalar or have length d = {d} (one per feature); "
+            f"got shape {tuple(shape)}"
+        )
+
+
+def _sigma_x_vector(sigma_x, theta):
+    sigma_x = _f64(sigma_x)
+    if sigma_x.ndim == 0:
+        sigma_x = pt.alloc(sigma_x, pt.as_tensor_variable(theta).shape[-1])
+    return sigma_x
+
+
+def _check_observed_width(name, observed, d, *, labels: bool):
+    if observed is None:
+        return
+    data = observed.to_numpy() if hasattr(observed, "to_numpy") else observed
+    v = constant_value(data) if not isinstance(data, np.ma.MaskedArray) else None
+    if v is None:
+        return
+    if v.ndim < 1:
+        raise ValueError(f"{name}: observed reports must have shape (N, d + 1); got a scalar")
+    if d is not None and v.shape[-1] != d + 1:
+        raise ValueError(
+            f"{name}: observed reports must have d + 1 = {d + 1} columns (z_x, then z_y); "
+            f"got shape {v.shape}"
+        )
+    if labels:
+        lab = v[..., -1]
+        bad = np.isfinite(lab) & (lab != 0) & (lab != 1)
+        if np.any(bad):
+            raise ValueError(
+                f"{name}: the last column (reported label z_y) must be 0 or 1; found "
+                f"{np.unique(lab[bad])[:5]} at row(s) {np.argwhere(bad).ravel()[:5].tolist()}"
+            )
+
+
+def _batch_zero(*xs):
+    """A float64 zero with the broadcast batch shape of ``xs``."""
+    return pt.zeros_like(functools.reduce(lambda a, b: a + b, xs))
+
+
+def _support_point(size, d, *batch_terms):
+    point = _batch_zero(*batch_terms)[..., None] + pt.zeros((d + 1,), dtype="float64")
+    if not rv_size_is_none(size):
+        point = pt.broadcast_to(point, pt.concatenate([size, [d + 1]]))
+    return point
+
+
+# --------------------------------------------------------------------------------------------
+# Linear regression
+# --------------------------------------------------------------------------------------------
+
+
+class PerturbedLinRegRV(SymbolicRandomVariable):
+    """Draws: x ~ MvNormal(0, cov); y = theta.x + N(0, sigma); [x + N(0, sigma_x), y + N(0, sigma_y)]."""
+
+    name = "perturbed_linreg"
+    extended_signature = "[rng],[size],(d),(),(d,d),(d),()->[rng],(p)"
+    _print_name = ("PerturbedLinReg", "\\operatorname{PerturbedLinReg}")
+
+    @classmethod
+    def rv_op(cls, theta, sigma, cov, sigma_x, sigma_y, *, size=None, rng=None):
+        theta, sigma, cov, sigma_y = map(_f64, (theta, sigma, cov, sigma_y))
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        rng = normalize_rng_param(rng)
+        size = normalize_size_param(size)
+        if rv_size_is_none(size):
+            size = implicit_size_from_params(
+                theta, sigma, cov, sigma_x, sigma_y, ndims_params=cls.ndims_params
+            )
+        d = theta.shape[-1]
+        size_d = pt.concatenate([size, [d]])
+        r1, x = multivariate_normal(
+            pt.zeros_like(theta), cov, size=size, rng=rng, return_next_rng=True
+        )
+        r2, y = normal(pt.sum(x * theta, axis=-1), sigma, size=size, rng=r1, return_next_rng=True)
+        r3, zx = normal(x, sigma_x, size=size_d, rng=r2, return_next_rng=True)
+        r4, zy = normal(y, sigma_y, size=size, rng=r3, return_next_rng=True)
+        z = pt.concatenate([zx, zy[..., None]], axis=-1)
+        return cls(
+            inputs=[rng, size, theta, sigma, cov, sigma_x, sigma_y],
+            outputs=[r4, z],
+        )(rng, size, theta, sigma, cov, sigma_x, sigma_y)
+
+
+class PerturbedLinReg(_NoImputeContinuous):
+    r"""Linear regression on locally private features and responses (Gaussian mechanism).
+
+    Each person holds :math:`x \sim N(0, \Sigma)` (d features, ``cov`` = Σ) and
+    :math:`y = \theta^T x + N(0, \sigma^2)`, and reports
+    :math:`z_x = x + N(0, \mathrm{diag}(\sigma_x^2))` and :math:`z_y = y + N(0, \sigma_y^2)`
+    (LDP paper, Supplement 12.1, eq. 34).  Marginalising :math:`x` and :math:`y` (eqs. 35-41)
+    gives the joint Gaussian (REFERENCE §2.4)
+
+    .. math::
+
+        \begin{bmatrix} z_x \\ z_y \end{bmatrix} \sim N\left(0,
+        \begin{bmatrix} \Sigma + \mathrm{diag}(\sigma_x^2) & \Sigma\theta \\
+        \theta^T\Sigma & \theta^T\Sigma\theta + \sigma^2 + \sigma_y^2 \end{bmatrix}\right),
+
+    evaluated through its Cholesky factor.  The log density is per report (pointwise
+    log-likelihood and LOO work), but when the reports are summed with one parameter set, as in
+    a ``pm.Model``, a graph rewrite makes them enter only through their
+    :math:`(d+1)\times(d+1)` scatter matrix, folded at compile time: logp and gradient cost
+    O(d³) whatever the number of reports (see :mod:`pymc_dpnoise.math.regression`).
+
+    Random draws run the mechanism, so prior and posterior predictive draws are reports.
+    With the release-side clipping of :func:`pymc_dpnoise.mechanisms.regression.perturb_linreg`
+    the model is the paper's approximation: it ignores the clipping of x and y.
+
+    ========  ==============================================================
+    Support   :math:`(z_x, z_y) \in \mathbb{R}^{d+1}` (one report per row)
+    Mean      0
+    Variance  the covariance matrix above
+    ========  ==============================================================
+
+    Parameters
+    ----------
+    theta : tensor_like of float, shape (d,)
+        Regression coefficients.
+    sigma : tensor_like of float
+        Standard deviation of the regression noise, > 0.
+    cov : tensor_like of float, shape (d, d)
+        Covariance Σ of the clean features (positive definite), e.g. a scaled LKJ prior.
+    sigma_x : tensor_like of float, scalar or shape (d,)
+        Standard deviation of the Gaussian noise on each feature, > 0.
+    sigma_y : tensor_like of float
+        Standard deviation of the Gaussian noise on the response, > 0.
+
+    Batch dimensions in front of the core shapes (e.g. a per-report ``sigma_y`` for personalised
+    budgets) are supported; the O(1)-in-N rewrite then does not apply.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_dpnoise.distributions.regression import PerturbedLinReg
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(200, 2))
+    >>> y = x @ np.array([1.0, -0.5]) + rng.normal(0.0, 0.3, 200)
+    >>> z = np.column_stack([x + rng.normal(0.0, 0.5, x.shape), y + rng.normal(0.0, 0.5, 200)])
+    >>> with pm.Model():
+    ...     theta = pm.Normal("theta", 0.0, 5.0, shape=2)
+    ...     sigma = pm.HalfNormal("sigma", 1.0)
+    ...     obs = PerturbedLinReg("z", theta=theta, sigma=sigma, cov=np.eye(2),
+    ...                           sigma_x=0.5, sigma_y=0.5, observed=z)
+    >>> dist = PerturbedLinReg.dist(theta=[1.0, -0.5], sigma=0.3, cov=np.eye(2),
+    ...                             sigma_x=0.5, sigma_y=0.5)
+    >>> pm.logp(dist, [0.1, 0.2, 0.0]).eval().shape
+    ()
+    """
+
+    rv_type = PerturbedLinRegRV
+    rv_op = PerturbedLinRegRV.rv_op
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        theta = kwargs.get("theta", args[0] if args else None)
+        d = _static_last_dim(theta) if theta is not None else None
+        _check_observed(name, observed)
+        _check_observed_width(name, observed, d, labels=False)
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(cls, theta, sigma, cov, sigma_x, sigma_y, **kwargs):
+        d = _check_theta(theta)
+        check_positive("sigma", sigma)
+        _check_cov(cov, d)
+        _check_sigma_x(sigma_x, d)
+        check_positive("sigma_y", sigma_y)
+        theta = _f64(theta)
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        return super().dist([theta, sigma, cov, sigma_x, sigma_y], **kwargs)
+
+    def support_point(rv, size, theta, sigma, cov, sigma_x, sigma_y):
+        d = theta.shape[-1]
+        return _support_point(
+            size, d, theta[..., 0], sigma, cov[..., 0, 0], sigma_x[..., 0], sigma_y
+        )
+
+    def logp(value, theta, sigma, cov, sigma_x, sigma_y):
+        res, ok = rmath.perturbed_linreg_logp(value, theta, sigma, cov, sigma_x, sigma_y)
+        return check_parameters(
+            res,
+            sigma > 0,
+            sigma_y > 0,
+            pt.all(sigma_x > 0),
+            ok,
+            msg="sigma > 0, sigma_y > 0, sigma_x > 0, cov positive definite",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Logistic regression
+# --------------------------------------------------------------------------------------------
+
+
+class PerturbedLogRegRV(SymbolicRandomVariable):
+    """Draws: x ~ MvNormal(0, cov); y ~ Bernoulli(sigmoid(theta.x)); [x + N(0, sigma_x), RR(y)].
+
+    The approximation options of the log density are class attributes; :func:`_logreg_rv_type`
+    makes one subclass per option set, so that they survive PyMC's rebuilding of the op.
+    """
+
+    name = "perturbed_logreg"
+    extended_signature = "[rng],[size],(d),(d,d),(d),()->[rng],(p)"
+    _print_name = ("PerturbedLogReg", "\\operatorname{PerturbedLogReg}")
+    approximation = "quadrature"
+    degree = 2
+    interval = (-4.0, 4.0)
+    nodes = rmath.DEFAULT_NODES
+
+    @classmethod
+    def rv_op(cls, theta, cov, sigma_x, epsilon_y, *, size=None, rng=None):
+        theta, cov, epsilon_y = map(_f64, (theta, cov, epsilon_y))
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        rng = normalize_rng_param(rng)
+        size = normalize_size_param(size)
+        if rv_size_is_none(size):
+            size = implicit_size_from_params(
+                theta, cov, sigma_x, epsilon_y, ndims_params=cls.ndims_params
+            )
+        d = theta.shape[-1]
+        size_d = pt.concatenate([size, [d]])
+        r1, x = multivariate_normal(
+            pt.zeros_like(theta), cov, size=size, rng=rng, return_next_rng=True
+        )
+        r2, u1 = uniform(0.0, 1.0, size=size, rng=r1, return_next_rng=True)
+        y = pt.lt(u1, pt.sigmoid(pt.sum(x * theta, axis=-1)))
+        r3, zx = normal(x, sigma_x, size=size_d, rng=r2, return_next_rng=True)
+        r4, u2 = uniform(0.0, 1.0, size=size, rng=r3, return_next_rng=True)
+        keep = pt.lt(u2, pt.sigmoid(epsilon_y))  # randomized response, keep prob e^eps/(1+e^eps)
+        zy = pt.cast(pt.eq(keep, y), "float64")  # keep -> y, flip -> 1 - y
+        z = pt.concatenate([zx, zy[..., None]], axis=-1)
+        return cls(
+            inputs=[rng, size, theta, cov, sigma_x, epsilon_y],
+            outputs=[r4, z],
+        )(rng, size, theta, cov, sigma_x, epsilon_y)
+
+
+@functools.cache
+def _logreg_rv_type(approximation, degree, interval, nodes):
+    if (approximation, degree, interval, nodes) == (
+        PerturbedLogRegRV.approximation,
+        PerturbedLogRegRV.degree,
+        PerturbedLogRegRV.interval,
+        PerturbedLogRegRV.nodes,
+    ):
+        return PerturbedLogRegRV
+    name = f"PerturbedLogRegRV_{approximation}_{degree}_{interval[0]:g}_{interval[1]:g}_{nodes}"
+    return type(
+        name,
+        (PerturbedLogRegRV,),
+        dict(approximation=approximation, degree=degree, interval=interval, nodes=nodes),
+    )
+
+
+def _logreg_options(approximation, degree, interval, nodes):
+    if approximation not in rmath.APPROXIMATIONS:
+        raise ValueError(
+            f"`approximation` must be one of {rmath.APPROXIMATIONS}; got {approximation!r}"
+        )
+    if isinstance(degree, bool) or not isinstance(degree, int | np.integer) or degree < 0:
+        raise ValueError(f"`degree` must be a non-negative integer; got {degree!r}")
+    try:
+        a, b = (float(interval[0]), float(interval[1]))
+    except (TypeError, IndexError, ValueError):
+        raise ValueError(f"`interval` must be a pair (a, b); got {interval!r}") from None
+    if not (np.isfinite(a) and np.isfinite(b) and a < b) or len(interval) != 2:
+        raise ValueError(f"`interval` must be a finite pair (a, b) with a < b; got {interval!r}")
+    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 2:
+        raise ValueError(f"`nodes` must be an integer >= 2; got {nodes!r}")
+    return approximation, int(degree), (a, b), int(nodes)
+
+
+def _logreg_rv_op(
+    theta,
+    cov,
+    sigma_x,
+    epsilon_y,
+    *,
+    approximation="quadrature",
+    degree=2,
+    interval=(-4.0, 4.0),
+    nodes=rmath.DEFAULT_NODES,
+    size=None,
+    rng=None,
+):
+    opts = _logreg_options(approximation, degree, interval, nodes)
+    return _logreg_rv_type(*opts).rv_op(theta, cov, sigma_x, epsilon_y, size=size, rng=rng)
+
+
+class PerturbedLogReg(_NoImputeContinuous):
+    r"""Logistic regression on locally private features (Gaussian) and labels (randomized response).
+
+    Each person holds :math:`x \sim N(0, \Sigma)` and a label
+    :math:`y \sim \mathrm{Bernoulli}(\mathrm{sigmoid}(\theta^T x))`, and reports
+    :math:`z_x = x + N(0, \mathrm{diag}(\sigma_x^2))` and :math:`z_y`, the label kept with
+    probability :math:`\rho = e^{\epsilon_y}/(1 + e^{\epsilon_y})` and flipped otherwise (LDP
+    paper, Supplement 12.2, eq. 42).  Marginalising :math:`x` and :math:`y` (eq. 43):
+
+    .. math::
+
+        p(z_x, z_y) = N(z_x; 0, \Sigma + \mathrm{diag}(\sigma_x^2))\,
+        \left[(1 - \rho) + (2\rho - 1)\,E[\mathrm{sigmoid}((2z_y - 1)\,u)]\right],\quad
+        u \mid z_x \sim N(\theta^T h, \theta^T A \theta),
+
+    with :math:`h = \Sigma(\Sigma + \Sigma_*)^{-1} z_x` and
+    :math:`A = \Sigma - \Sigma(\Sigma+\Sigma_*)^{-1}\Sigma`.
+
+    The expectation :math:`E[\mathrm{sigmoid}(u)]` is computed by
+
+    * ``approximation="quadrature"`` (default): Gauss-Hermite in u for a posterior sd of u up to
+      1.5, a step-function split with Gauss-Laguerre above
+      (:func:`pymc_dpnoise.math.regression.expected_sigmoid`), ``nodes`` nodes each.  Its error
+      in :math:`P(z_y \mid z_x)` is below 1e-10 for every mean and every sd in [0, 1000]
+      (checked against adaptive quadrature in ``tests/test_regression.py``).
+    * ``approximation="chebyshev"``: the paper's method (Section 7, eq. 44): the sigmoid is
+      replaced by its degree-``degree`` Chebyshev projection on ``interval`` and the expectation
+      is taken with Gaussian moments; the result is clipped to [0, 1].  ``degree=2`` on a
+      symmetric interval reproduces the paper, and then ignores the variance
+      :math:`\theta^T A\theta` (REFERENCE §2.5).  It is accurate only while
+      :math:`N(\theta^T h, \theta^T A\theta)` stays well inside ``interval``, and even there its
+      error is far above 1e-3 at low degree: e.g. degree 2 on (-4, 4) is off by up to 0.11
+      for :math:`|\theta^T h| \le 2`, sd ≤ 1; degree 13 on (-6, 6) by 5e-4.  Outside the
+      interval the polynomial diverges (errors up to 1).  Provided to reproduce the paper.
+
+    ========  ==============================================================
+    Support   :math:`z_x \in \mathbb{R}^d`, :math:`z_y \in \{0, 1\}` (one report per row)
+    Mean      :math:`E[z_x] = 0`
+    ========  ==============================================================
+
+    Parameters
+    ----------
+    theta : tensor_like of float, shape (d,)
+        Regression coefficients (log-odds per unit of x).
+    cov : tensor_like of float, shape (d, d)
+        Covariance Σ of the clean features, positive definite.
+    sigma_x : tensor_like of float, scalar or shape (d,)
+        Standard deviation of the Gaussian noise on each feature, > 0.
+    epsilon_y : tensor_like of float
+        Privacy budget of the randomized response on the label, > 0 (c·ε in the paper).
+    approximation : {"quadrature", "chebyshev"}
+        How :math:`E[\mathrm{sigmoid}(u)]` is computed (Python option, not a tensor).
+    degree : int, default 2
+        Degree of the Chebyshev approximant (chebyshev mode).
+    interval : (float, float), default (-4, 4)
+        Interval of the Chebyshev projection (chebyshev mode).
+    nodes : int, default 40
+        Nodes of each quadrature rule (quadrature mode).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_dpnoise.distributions.regression import PerturbedLogReg
+    >>> dist = PerturbedLogReg.dist(theta=[1.0, -0.5], cov=np.eye(2), sigma_x=0.5, epsilon_y=1.0)
+    >>> p1 = np.exp(pm.logp(dist, [0.3, 0.2, 1.0]).eval())
+    >>> p0 = np.exp(pm.logp(dist, [0.3, 0.2, 0.0]).eval())
+    >>> bool(p0 + p1 > 0)
+    True
+    >>> with pm.Model():
+    ...     theta = pm.Normal("theta", 0.0, 5.0, shape=2)
+    ...     obs = PerturbedLogReg("z", theta=theta, cov=np.eye(2), sigma_x=0.5, epsilon_y=1.0,
+    ...                           observed=pm.draw(dist, 50, random_seed=1))
+    """
+
+    rv_type = PerturbedLogRegRV
+    rv_op = staticmethod(_logreg_rv_op)
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        theta = kwargs.get("theta", args[0] if args else None)
+        d = _static_last_dim(theta) if theta is not None else None
+        _check_observed(name, observed)
+        _check_observed_width(name, observed, d, labels=True)
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(
+        cls,
+        theta,
+        cov,
+        sigma_x,
+        epsilon_y,
+        *,
+        approximation="quadrature",
+        degree=2,
+        interval=(-4.0, 4.0),
+        nodes=rmath.DEFAULT_NODES,
+        **kwargs,
+    ):
+        approximation, degree, interval, nodes = _logreg_options(
+            approximation, degree, interval, nodes
+        )
+        d = _check_theta(theta)
+        _check_cov(cov, d)
+        _check_sigma_x(sigma_x, d)
+        check_positive("epsilon_y", epsilon_y)
+        theta = _f64(theta)
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        return super().dist(
+            [theta, cov, sigma_x, epsilon_y],
+            approximation=approximation,
+            degree=degree,
+            interval=interval,
+            nodes=nodes,
+            **kwargs,
+        )
+
+    def support_point(rv, size, theta, cov, sigma_x, epsilon_y):
+        d = theta.shape[-1]
+        return _support_point(size, d, theta[..., 0], cov[..., 0, 0], sigma_x[..., 0], epsilon_y)
+
+
+@_logprob.register(PerturbedLogRegRV)
+def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilon_y, **kwargs):
+    (value,) = values
+    res, ok = rmath.perturbed_logreg_logp(
+        value,
+        theta,
+        cov,
+        sigma_x,
+        epsilon_y,
+        approximation=op.approximation,
+        degree=op.degree,
+        interval=op.interval,
+        nodes=op.nodes,
+    )
+    res = maybe_resize(res, size)
+    return check_parameters(
+        res,
+        pt.all(sigma_x > 0),
+        epsilon_y > 0,
+        ok,
+        msg="sigma_x > 0, epsilon_y > 0, cov positive definite",
+    )
