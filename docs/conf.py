@@ -4,12 +4,14 @@ Build (from the repository root; warnings are errors, no network access needed):
 
     .venv/bin/sphinx-build -W --keep-going -b html docs docs/_build/html   # == make docs
 
-Notebooks: every ``*.ipynb`` in ``../notebooks`` is rendered and *executed during the build*
-in fast mode (``PMD_MODE=fast`` unless the environment already sets ``PMD_MODE``).  They are
+Notebooks: every ``*.ipynb`` in ``../notebooks`` is rendered with the outputs committed in it
+(the papers' full settings; ``make notebooks`` separately executes every notebook end to end in
+fast mode, which is how CI checks that they run).  ``PMD_DOCS_EXECUTE=force`` executes them
+during the build instead, in fast mode (``PMD_MODE=fast`` unless the environment sets it).  They are
 reached through the symlink ``docs/notebooks -> ../notebooks`` that this file creates when it
 is missing, so each notebook runs with ``notebooks/`` as its working directory, exactly as when
 it is run by hand.  ``PMD_DOCS_EXECUTE`` (``force`` (default), ``cache``, ``auto``, ``off``)
-overrides the execution mode, e.g. ``PMD_DOCS_EXECUTE=off`` for a quick text-only rebuild.
+sets the myst-nb execution mode (default ``off``).
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ numpydoc_validation_checks: set[str] = set()
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
 
-nb_execution_mode = os.environ.get("PMD_DOCS_EXECUTE", "force")
+nb_execution_mode = os.environ.get("PMD_DOCS_EXECUTE", "off")
 nb_execution_timeout = 1800  # seconds per cell (fast mode needs far less)
 nb_execution_allow_errors = False
 nb_execution_raise_on_error = False  # a failing notebook is a warning, i.e. an error with -W

@@ -13,7 +13,7 @@ Noisy sums of sufficient statistics of GLMs (GLM paper Sec. 3; LDP paper Sec. 3.
 * :class:`LinearSSSBC` — y_i = θᵀx_i + N(0, σ²), σ ~ HalfNormal(sigma_sd).
 
 Design (what SBC checks, and what it does not)
----------------------------------------------
+----------------------------------------------
 * Σ is **known** (the model is given the Σ the features were drawn from), so the parameters
   checked are the coefficients θ (and σ for the linear model).  Σ = x_scale² ((1 - ρ) I + ρ 11ᵀ)
   with x_scale = 0.2, ρ = 0.3 (d = 2): a row has ‖x‖ > R = 1 with probability ≈ 1e-4, so the
