@@ -302,3 +302,21 @@ def test_nuts_recovers_the_exact_posterior(sampler):
     assert np.all(np.abs(post.mean(0) - mean) < 5 * sd / np.sqrt(500)), (post.mean(0), mean)
     assert np.all(np.abs(post.std(0) / sd - 1) < 0.15)
     assert np.all(np.abs(mean - theta) < 4 * sd)  # and the posterior covers the truth
+
+
+def test_multi_freq_ldpy_aggregators_agree_with_ours():
+    """multi-freq-ldpy's MI aggregator is our unbiased OUE estimate clipped and renormalised;
+    its IBU estimate lies on the simplex and is close to the truth for large N."""
+    pytest.importorskip("multi_freq_ldpy")
+    from pymc_dpnoise import experiments_frequency as ef
+
+    rng = np.random.default_rng(5)
+    theta = np.array([0.5, 0.3, 0.15, 0.05])
+    items = rng.choice(4, size=20_000, p=theta)
+    z = m.oue_perturb(items, 4, 1.0, rng)
+    est = ef.multi_freq_ldpy_estimates(z, 1.0)
+    ours = m.clip_normalize(m.oue_estimate(z, 1.0))
+    np.testing.assert_allclose(est["mfl MI"], ours, rtol=1e-10, atol=1e-12)
+    ibu = est["mfl IBU"]
+    assert np.all(ibu >= 0) and abs(ibu.sum() - 1.0) < 1e-8
+    assert np.max(np.abs(ibu - theta)) < 0.05
