@@ -4,6 +4,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# Tests run in 2 xdist workers on 2 cores: multi-threaded BLAS inside each worker only
+# oversubscribes the machine (spin-waiting threads made a 10^4 x 18 matmul 1000x slower).
+export OMP_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
 
 .PHONY: setup demo test test-slow lint docs notebooks notebooks-full clean
 
