@@ -522,8 +522,8 @@ def _mvn_pullback(inputs, outputs, cotangents):
     chol, _, posdef = _chol_parts(resid, cov)
     m = cov.shape[-1]
     eye = pt.eye(m, dtype="float64")
-    linv = pt.linalg.solve_triangular(chol, pt.broadcast_to(eye, chol.shape), lower=True)
-    cinv = pt.swapaxes(linv, -1, -2) @ linv
+    # C^{-1} by two triangular solves (2 m^3 flops; L^{-1} then L^{-T} L^{-1} costs 3 m^3)
+    cinv = pt.linalg.cho_solve((chol, True), pt.broadcast_to(eye, chol.shape))
     alpha = pt.sum(cinv * resid[..., None, :], axis=-1)
     g_ok = pt.switch(posdef, g, 0.0)
     g_resid = -g_ok[..., None] * pt.switch(posdef[..., None], alpha, 0.0)
