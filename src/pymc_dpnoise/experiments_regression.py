@@ -222,12 +222,28 @@ SETTINGS = {
 }
 
 
-def run_grid(kind: str, mode: str = "fast", *, n_jobs=None, seed=2026, noise_aware=True, d=2):
-    """SBC over the ε grid of ``SETTINGS[mode]`` for ``kind`` in {"linear", "logistic"}."""
+def run_grid(
+    kind: str,
+    mode: str = "fast",
+    *,
+    n_jobs=None,
+    seed=2026,
+    noise_aware=True,
+    d=2,
+    save_replicates=None,
+    epsilons=None,
+):
+    """SBC over the ε grid of ``SETTINGS[mode]`` for ``kind`` in {"linear", "logistic"}.
+
+    The same ``seed`` gives the same prior draws (truths) at every ε, so the cells of one grid
+    are not independent.  ``save_replicates``, a directory, keeps the per-replicate quantiles,
+    truths, R-hat and divergences (``{kind}_{aware|naive}_eps{ε}_seed{seed}.npz``) for
+    diagnosis.  ``epsilons`` overrides the grid.
+    """
     cfg = SETTINGS[mode]
     cls = {"linear": PerturbedLinRegSBC, "logistic": PerturbedLogRegSBC}[kind]
     tables = []
-    for eps in cfg["epsilons"]:
+    for eps in cfg["epsilons"] if epsilons is None else epsilons:
         problem = cls(n=cfg["n"], d=d, epsilon=eps)
         t0 = time.time()
         res = simulation_based_calibration(
@@ -239,6 +255,16 @@ def run_grid(kind: str, mode: str = "fast", *, n_jobs=None, seed=2026, noise_awa
             draws=cfg["draws"],
             tune=cfg["tune"],
         )
+        if save_replicates is not None:
+            tag = "aware" if noise_aware else "naive"
+            np.savez_compressed(
+                Path(save_replicates) / f"{kind}_{tag}_eps{eps:g}_seed{seed}.npz",
+                param_names=np.array(res.param_names),
+                quantiles=res.quantiles,
+                truths=res.truths,
+                max_rhat=res.max_rhat,
+                divergences=res.divergences,
+            )
         tab = coverage_table(res.quantiles, DEFAULT_LEVELS, band_mass=0.99)
         tab["param"] = [res.param_names[i] for i in tab["param"]]
         tab["epsilon"] = eps
@@ -258,6 +284,8 @@ def main(argv=None):
     ap.add_argument("--kinds", nargs="+", default=["linear", "logistic"])
     ap.add_argument("--out", default="results/sbc_regression")
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--epsilons", type=float, nargs="+", default=None)
     ap.add_argument("--naive", action="store_true", help="also run the naive models")
     ap.add_argument(
         "--only-naive", action="store_true", help="run only the naive (noise-ignoring) models"
@@ -268,8 +296,18 @@ def main(argv=None):
     for kind in args.kinds:
         variants = (False,) if args.only_naive else (True, False) if args.naive else (True,)
         for aware in variants:
-            tab = run_grid(kind, args.mode, n_jobs=args.jobs, noise_aware=aware)
+            tab = run_grid(
+                kind,
+                args.mode,
+                n_jobs=args.jobs,
+                noise_aware=aware,
+                seed=args.seed,
+                epsilons=args.epsilons,
+                save_replicates=out,
+            )
             name = f"{kind}_{'aware' if aware else 'naive'}_{args.mode}"
+            if args.seed != 2026 or args.epsilons is not None:
+                name += f"_seed{args.seed}"
             tab.to_csv(out / f"{name}_coverage.csv", index=False)
             (out / f"{name}_coverage.md").write_text(tab.to_markdown(index=False, floatfmt=".3f"))
             print(tab.to_string(index=False), flush=True)
