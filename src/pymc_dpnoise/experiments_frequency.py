@@ -26,7 +26,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .diagnostics import ecdf_distance, split_rhat
+from .diagnostics import ecdf_distance, sample_compiled
 from .mechanisms.frequency import (
     clip_normalize,
     krr_perturb,
@@ -132,26 +132,7 @@ def fit_compiled(compiled, *, draws=500, tune=500, chains=2, seed=0, **data):
     ``theta draws`` has shape ``(chains * draws, *theta.shape)``; ``info`` holds the number of
     divergences, the worst split-R̂ over the components, and the wall time.
     """
-    import nutpie
-
-    t0 = time.perf_counter()
-    trace = nutpie.sample(
-        compiled.with_data(**data),
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=1,
-        seed=int(seed),
-        progress_bar=False,
-    )
-    post = np.asarray(trace.posterior["theta"].values, dtype=float)  # (chains, draws, ...)
-    flat = post.reshape(*post.shape[:2], -1)
-    info = dict(
-        divergences=int(np.asarray(trace.sample_stats["diverging"].values).sum()),
-        max_rhat=max(split_rhat(flat[..., j]) for j in range(flat.shape[-1])),
-        seconds=time.perf_counter() - t0,
-    )
-    return post.reshape(-1, *post.shape[2:]), info
+    return sample_compiled(compiled, draws=draws, tune=tune, chains=chains, seed=seed, **data)
 
 
 # --------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ import pandas as pd
 
 from .baselines.sufficient import dp_sgld
 from .datasets import load_adult, load_pima, load_wine
-from .diagnostics import split_rhat
+from .diagnostics import sample_compiled
 from .experiments_regression import lkj_corr_draw
 from .math.sufficient import stat_dim
 from .mechanisms.sufficient import clip_rows, release_sufficient_statistics
@@ -304,26 +304,16 @@ def build_clean_model(glm, d, *, prior_sd=PRIOR_SD):
 
 def fit(compiled, *, draws, tune, chains=2, seed=0, var="theta", **data):
     """Sample ``compiled`` (nutpie) with new data; returns ``(draws of var, info)``."""
-    import nutpie
-
-    t0 = time.perf_counter()
-    trace = nutpie.sample(
-        compiled.with_data(**data),
+    return sample_compiled(
+        compiled,
         draws=draws,
         tune=tune,
         chains=chains,
         cores=min(chains, 2),
-        seed=int(seed),
-        progress_bar=False,
+        seed=seed,
+        var=var,
+        **data,
     )
-    post = np.asarray(trace.posterior[var].values, dtype=float)
-    flat = post.reshape(*post.shape[:2], -1)
-    info = dict(
-        divergences=int(np.asarray(trace.sample_stats["diverging"].values).sum()),
-        max_rhat=float(max(split_rhat(flat[..., j]) for j in range(flat.shape[-1]))),
-        seconds=time.perf_counter() - t0,
-    )
-    return post.reshape(-1, *post.shape[2:]), info
 
 
 def _fit_clean(compiled_clean, X, y, glm, S, seed):

@@ -30,7 +30,6 @@ clean training data and treated as public, as in the paper; it is not itself pri
 from __future__ import annotations
 
 import itertools
-import time
 from functools import cache
 from typing import NamedTuple
 
@@ -38,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .baselines.regression import ldp_sgd
-from .diagnostics import split_rhat
+from .diagnostics import sample_compiled
 from .mechanisms.regression import clip_response, clip_rows, perturb_linreg, perturb_logreg
 
 __all__ = [
@@ -532,27 +531,15 @@ def fit_compiled(compiled, *, draws=500, tune=500, chains=2, seed=0, target_acce
     ``theta draws`` has shape ``(chains * draws, *theta.shape)``; ``info`` holds the number of
     divergences, the worst split-R̂ over the components of θ and the wall time.
     """
-    import nutpie
-
-    t0 = time.perf_counter()
-    trace = nutpie.sample(
-        compiled.with_data(**data),
+    return sample_compiled(
+        compiled,
         draws=draws,
         tune=tune,
         chains=chains,
-        cores=1,
-        seed=int(seed),
+        seed=seed,
         target_accept=target_accept,
-        progress_bar=False,
+        **data,
     )
-    post = np.asarray(trace.posterior["theta"].values, dtype=float)
-    flat = post.reshape(*post.shape[:2], -1)
-    info = dict(
-        divergences=int(np.asarray(trace.sample_stats["diverging"].values).sum()),
-        max_rhat=max(split_rhat(flat[..., j]) for j in range(flat.shape[-1])),
-        seconds=time.perf_counter() - t0,
-    )
-    return post.reshape(-1, *post.shape[2:]), info
 
 
 def _rng(seed, *tags):
