@@ -11,6 +11,8 @@ math
     Pure PyTensor log-likelihoods.
 distributions
     PyMC distributions (also exported here).
+priors
+    The scaled LKJ prior on a feature covariance, in a parameterisation NUTS samples well.
 diagnostics
     Simulation-based calibration, coverage, KS, MMD, ECDF distance.
 baselines

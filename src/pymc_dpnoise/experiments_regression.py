@@ -4,7 +4,9 @@ Two :class:`~pymc_dpnoise.diagnostics.SBCProblem` subclasses, used with
 :func:`~pymc_dpnoise.diagnostics.simulation_based_calibration`:
 
 * :class:`PerturbedLinRegSBC`: θ ~ N(0, theta_sd² I), σ ~ HalfNormal(sigma_sd), Σ = diag(τ) Ω
-  diag(τ) with Ω ~ LKJ(2), τ ~ HalfNormal(tau_sd) (the paper's scaled LKJ prior, Supplement 8);
+  diag(τ) with Ω ~ LKJ(2), τ ~ HalfNormal(tau_sd) (the paper's scaled LKJ prior, Supplement 8,
+  built by :func:`~pymc_dpnoise.priors.scaled_lkj_cov`, which samples τ and Ω separately:
+  ``pm.LKJCholeskyCov`` under-covered τ₁);
   reports from :class:`~pymc_dpnoise.distributions.regression.PerturbedLinReg`'s generative
   model with the Gaussian-mechanism noise levels of budget ε (R = 1, R_y = 2, c = 0.5, δ).
 * :class:`PerturbedLogRegSBC`: the same features and θ prior, labels through randomized
@@ -39,6 +41,7 @@ from .diagnostics import (
 )
 from .mechanisms.core import analytic_gaussian_sigma
 from .mechanisms.regression import split_epsilon
+from .priors import scaled_lkj_cov
 
 __all__ = ["PerturbedLinRegSBC", "PerturbedLogRegSBC", "lkj_corr_draw", "main", "run_grid"]
 
@@ -97,9 +100,7 @@ class _RegressionSBC(SBCProblem):
         theta = pm.Normal("theta", 0.0, self.theta_sd, shape=self.d)
         for j in range(self.d):
             pm.Deterministic(f"theta_{j}", theta[j])
-        chol, _, tau = pm.LKJCholeskyCov(
-            "chol", n=self.d, eta=2.0, sd_dist=pm.HalfNormal.dist(self.tau_sd), compute_corr=True
-        )
+        chol, tau, _ = scaled_lkj_cov("cov", self.d, eta=2.0, tau_sigma=self.tau_sd)
         for j in range(self.d):
             pm.Deterministic(f"tau_{j}", tau[j])
         return theta, chol
