@@ -1,0 +1,175 @@
+"""``cholesky_inverse``: C⁻¹ from the lower Cholesky factor L of C (LAPACK ``potri``).
+
+The gradient of a multivariate normal log density needs the full inverse of its covariance.
+From L, ``cho_solve((L, True), I)`` costs two triangular solves with m right-hand sides
+(2m³ flops); LAPACK ``potri`` inverts L in place and forms L⁻ᵀL⁻¹ in (2/3)m³.  At m = 990
+(Poisson sufficient statistics at d = 30) that is the difference between ~45 ms and ~16 ms.
+
+PyTensor has no op for it, so this module adds one with an implementation for every backend:
+
+* Python / C linker: ``scipy.linalg.lapack.dpotri`` in ``perform`` (as PyTensor's own
+  ``Cholesky`` does);
+* Numba: the same LAPACK routine from ``scipy.linalg.cython_lapack``, called from a jitted
+  kernel through PyTensor's cached-pointer helper (the way PyTensor calls ``potrf``);
+* JAX: ``jax.scipy.linalg.cho_solve`` against the identity.
+
+If PyTensor's private Numba LAPACK helpers move, the Numba registration is skipped and Numba
+falls back to ``perform`` (correct, slower); the tests compare every backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.tensor.blockwise import Blockwise
+
+__all__ = ["cholesky_inverse"]
+
+
+class CholeskyInverse(Op):
+    """``L -> (L Lᵀ)⁻¹`` for a lower-triangular L with positive diagonal (float64).
+
+    Only the lower triangle of the input is read.  A zero or non-finite diagonal gives an
+    all-NaN output (never an exception), like PyTensor's ``Cholesky(on_error="nan")``.
+    """
+
+    __props__ = ()
+    gufunc_signature = "(m,m)->(m,m)"
+
+    def make_node(self, chol):
+        chol = pt.as_tensor_variable(chol)
+        if chol.ndim != 2:
+            raise TypeError("CholeskyInverse needs a matrix")
+        chol = pt.cast(chol, "float64")
+        return Apply(self, [chol], [chol.type()])
+
+    def perform(self, node, inputs, outputs):
+        from scipy.linalg import lapack
+
+        (chol,) = inputs
+        if chol.shape[0] == 0:
+            outputs[0][0] = np.empty((0, 0))
+            return
+        if not np.all(np.isfinite(np.diag(chol))) or np.any(np.diag(chol) == 0):
+            outputs[0][0] = np.full(chol.shape, np.nan)
+            return
+        inv, info = lapack.dpotri(np.tril(chol), lower=1)
+        if info != 0:
+            outputs[0][0] = np.full(chol.shape, np.nan)
+            return
+        outputs[0][0] = np.tril(inv) + np.tril(inv, -1).T
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0]]
+
+    def pullback(self, inputs, outputs, output_grads):
+        # Y = (L Lᵀ)⁻¹: dY = -Y dC Y with dC = dL Lᵀ + L dLᵀ, so
+        # L̄ = tril(-(Y (Ȳ + Ȳᵀ) Y) L).
+        (chol,) = inputs
+        (inv,) = outputs
+        (g,) = output_grads
+        g_c = -(inv @ (g + g.T) @ inv)
+        return [pt.tril(g_c @ pt.tril(chol))]
+
+
+cholesky_inverse = Blockwise(CholeskyInverse())
+"""Batched :class:`CholeskyInverse`: ``cholesky_inverse(L)`` is ``(L Lᵀ)⁻¹`` over leading axes."""
+
+
+def _register_jax():
+    try:
+        from pytensor.link.jax.dispatch import jax_funcify
+    except ImportError:  # pragma: no cover - JAX linker unavailable
+        return
+
+    @jax_funcify.register(CholeskyInverse)
+    def _jax_cholesky_inverse(op, **kwargs):
+        import jax.numpy as jnp
+        from jax.scipy.linalg import cho_solve
+
+        def cholesky_inverse_jax(chol):
+            chol = jnp.tril(chol)
+            eye = jnp.eye(chol.shape[-1], dtype=chol.dtype)
+            inv = cho_solve((chol, True), eye)
+            inv = 0.5 * (inv + inv.T)  # exactly symmetric, as potri's mirrored triangle
+            diag = jnp.diagonal(chol)
+            ok = jnp.all(jnp.isfinite(diag) & (diag != 0))
+            return jnp.where(ok, inv, jnp.nan)
+
+        return cholesky_inverse_jax
+
+
+def _register_numba():
+    try:
+        import numba
+        from numba.core import types
+        from numba.core.extending import get_cython_function_address
+        from pytensor.link.numba.cache import _call_cached_ptr
+        from pytensor.link.numba.dispatch import basic as numba_basic
+        from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+    except ImportError:  # pragma: no cover - layout of PyTensor's internals changed
+        return
+
+    i32p = types.CPointer(types.int32)
+    f64p = types.CPointer(types.float64)
+    potri_type = types.FunctionType(types.void(i32p, i32p, f64p, i32p, i32p))
+    name = "scipy.lapack.dpotri"
+
+    @numba_basic.numba_njit
+    def _potri_pointer():
+        with numba.objmode(ptr=types.intp):
+            ptr = get_cython_function_address("scipy.linalg.cython_lapack", "dpotri")
+        return ptr
+
+    @numba_basic.numba_njit
+    def _potri(uplo, n, a, lda, info):
+        fn = _call_cached_ptr(
+            get_ptr_func=_potri_pointer, func_type_ref=potri_type, unique_func_name_lit=name
+        )
+        fn(uplo, n, a, lda, info)
+
+    @register_funcify_default_op_cache_key(CholeskyInverse)
+    def _numba_cholesky_inverse(op, node, **kwargs):
+        @numba_basic.numba_njit
+        def cholesky_inverse_numba(chol):
+            m = chol.shape[0]
+            out = np.empty((m, m), dtype=np.float64)
+            if m == 0:
+                return out
+            ok = True
+            for i in range(m):
+                d = chol[i, i]
+                if not np.isfinite(d) or d == 0.0:
+                    ok = False
+            if not ok:
+                out[:] = np.nan
+                return out
+            # A C-ordered copy of L read column-major is Lᵀ = U with C = UᵀU: call potri
+            # with UPLO = 'U'; the result's upper triangle (column-major) is the lower
+            # triangle here.
+            a = np.zeros((m, m), dtype=np.float64)
+            for i in range(m):
+                for j in range(i + 1):
+                    a[i, j] = chol[i, j]
+            uplo = np.array([ord("U")], dtype=np.int32)
+            n = np.array([m], dtype=np.int32)
+            info = np.zeros(1, dtype=np.int32)
+            _potri(uplo.ctypes, n.ctypes, a.ctypes, n.ctypes, info.ctypes)
+            if info[0] != 0:
+                out[:] = np.nan
+                return out
+            for i in range(m):
+                for j in range(i + 1):
+                    out[i, j] = a[i, j]
+                    out[j, i] = a[i, j]
+            return out
+
+        return cholesky_inverse_numba, 2
+
+    return True
+
+
+_register_jax()
+_NUMBA_REGISTERED = bool(_register_numba())

@@ -1,0 +1,146 @@
+"""``cholesky_inverse`` (the potri op behind the MvNormal gradient) and ``scaled_lkj_cov``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+
+from pymc_dpnoise.math._linalg import cholesky_inverse
+from pymc_dpnoise.math.sufficient import mvnormal_logp_chol
+from pymc_dpnoise.priors import scaled_lkj_cov
+
+MODES = ("NUMBA", "FAST_RUN", "JAX")
+
+
+def _spd(m, rng, cond=None):
+    q, _ = np.linalg.qr(rng.normal(size=(m, m)))
+    ev = np.geomspace(1.0, cond, m) if cond else rng.uniform(0.5, 2.0, m)
+    return (q * ev) @ q.T
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("m, cond", [(1, None), (2, None), (7, None), (60, None), (30, 1e10)])
+def test_cholesky_inverse_equals_inverse(mode, m, cond):
+    rng = np.random.default_rng(m)
+    c = _spd(m, rng, cond)
+    chol = np.linalg.cholesky(c)
+    junk = chol + np.triu(rng.normal(size=(m, m)), 1)  # the upper triangle must be ignored
+    L = pt.dmatrix("L")
+    got = pytensor.function([L], cholesky_inverse(L), mode=mode)(junk)
+    ref = np.linalg.inv(c)
+    tol = 1e-13 * (cond or 10.0)
+    assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
+    np.testing.assert_array_equal(got, got.T)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cholesky_inverse_batched_and_bad_factor(mode):
+    rng = np.random.default_rng(1)
+    cs = np.stack([_spd(5, rng) for _ in range(3)])
+    chols = np.linalg.cholesky(cs)
+    chols[1, 2, 2] = 0.0  # singular factor: that batch member is all NaN, the others exact
+    chols[2, 0, 0] = np.nan
+    L = pt.dtensor3("L")
+    got = pytensor.function([L], cholesky_inverse(L), mode=mode)(chols)
+    np.testing.assert_allclose(got[0], np.linalg.inv(cs[0]), rtol=1e-12, atol=1e-13)
+    assert np.all(np.isnan(got[1])) and np.all(np.isnan(got[2]))
+
+
+def test_cholesky_inverse_gradient():
+    rng = np.random.default_rng(2)
+    chol = np.linalg.cholesky(_spd(4, rng))
+    w = rng.normal(size=(4, 4))
+    pytensor.gradient.verify_grad(
+        lambda x: pt.sum(cholesky_inverse(pt.tril(x)) * w), [chol], rng=rng
+    )
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_mvnormal_gradient_wrt_covariance_matches_finite_differences(batch):
+    # the closed-form pullback that uses cholesky_inverse, against central differences
+    rng = np.random.default_rng(3)
+    m = 6
+    a0 = rng.normal(size=(*batch, m, m))
+    z = rng.normal(size=(*batch, m))
+    A = pt.tensor("A", shape=(None,) * (len(batch) + 2), dtype="float64")
+    cov = A @ pt.swapaxes(A, -1, -2) / m + pt.eye(m)
+    lp = pt.sum(mvnormal_logp_chol(z, pt.zeros(m), cov))
+    f = pytensor.function([A], lp)
+    g = pytensor.function([A], pytensor.grad(lp, A))(a0)
+    fd = np.zeros_like(a0)
+    h = 1e-6
+    for idx in np.ndindex(a0.shape):
+        e = np.zeros_like(a0)
+        e[idx] = h
+        fd[idx] = (f(a0 + e) - f(a0 - e)) / (2 * h)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+    ref = sum(
+        stats.multivariate_normal(np.zeros(m), a @ a.T / m + np.eye(m)).logpdf(zz)
+        for a, zz in zip(a0.reshape(-1, m, m), z.reshape(-1, m), strict=True)
+    )
+    assert abs(f(a0) - ref) <= 1e-12 * abs(ref)
+
+
+# ---------------------------------------------------------------------------- scaled LKJ
+
+
+def test_scaled_lkj_cov_prior_draws():
+    with pm.Model():
+        chol, tau, corr_chol = scaled_lkj_cov("s", 2, eta=2.0, tau_sigma=1.5)
+        cov = chol @ chol.T
+        corr = corr_chol @ corr_chol.T
+    c_draws, t_draws, r_draws = pm.draw([cov, tau, corr], draws=3000, random_seed=4)
+    assert np.all(np.linalg.eigvalsh(c_draws) > 0)
+    np.testing.assert_allclose(np.sqrt(np.diagonal(c_draws, axis1=1, axis2=2)), t_draws)
+    for j in range(2):
+        assert stats.kstest(t_draws[:, j], stats.halfnorm(scale=1.5).cdf).pvalue > 1e-3
+    # LKJ(eta) in 2-d: (r + 1) / 2 ~ Beta(eta, eta)
+    r = (r_draws[:, 0, 1] + 1) / 2
+    assert stats.kstest(r, stats.beta(2, 2).cdf).pvalue > 1e-3
+    # the same test tells a wrong eta apart
+    assert stats.kstest(r, stats.beta(4, 4).cdf).pvalue < 1e-6
+
+
+def test_scaled_lkj_cov_nuts_reaches_small_scales():
+    # prior-only NUTS must return the prior, including the mass near zero of *every* scale
+    # (pm.LKJCholeskyCov loses it in the second scale: benchmarks/lkj_parameterisation.py)
+    with pm.Model() as model:
+        scaled_lkj_cov("s", 3, eta=2.0, tau_sigma=1.0)
+    idata = pm.sample(
+        draws=2000, tune=1000, chains=2, cores=1, random_seed=5, progressbar=False,
+        nuts_sampler="nutpie", model=model,
+    )  # fmt: skip
+    tau = idata.posterior["s_tau"].values.reshape(-1, 3)
+    exact = stats.halfnorm.cdf(0.1)  # 0.080
+    for j in range(3):
+        p = np.mean(tau[:, j] < 0.1)
+        assert abs(p - exact) < 0.035, (j, p)
+        assert stats.kstest(tau[::5, j], stats.halfnorm().cdf).pvalue > 1e-3
+
+
+def test_scaled_lkj_cov_dims_and_own_tau():
+    with pm.Model(coords={"feature": ["a", "b", "c"]}) as model:
+        scaled_lkj_cov("s", 3, dims="feature")
+        tau = pm.Gamma("g", 2.0, 2.0, shape=3)
+        chol, tau2, _ = scaled_lkj_cov("t", 3, tau=tau)
+    assert model.named_vars_to_dims["s_tau"] == ("feature",)
+    assert "t_tau" not in model.named_vars and tau2 is tau
+    assert pm.draw(chol, random_seed=1).shape == (3, 3)
+
+
+@pytest.mark.parametrize(
+    "kw, arg",
+    [
+        (dict(n=1), "`n`"),
+        (dict(n=2.5), "`n`"),
+        (dict(n=3, eta=0.0), "`eta`"),
+        (dict(n=3, tau_sigma=-1.0), "`tau_sigma`"),
+    ],
+)
+def test_scaled_lkj_cov_bad_input(kw, arg):
+    with pm.Model(), pytest.raises(ValueError, match=arg):
+        scaled_lkj_cov("s", **kw)
