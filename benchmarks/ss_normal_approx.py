@@ -6,7 +6,9 @@ The noisy sum of sufficient statistics has a fixed size m whatever N is (m = 495
 50 ms, and flat in N".
 
 Variants (gradient w.r.t. θ and the Cholesky factor L of Σ = L Lᵀ, and σ for linear):
-logistic with Taylor order 3, logistic with ``order="quadrature"``, Poisson, linear.  For every
+logistic with Taylor order 3, logistic with ``order="quadrature"``, Poisson, linear, and
+Poisson with the previous pullback (``poisson_cho_solve``: C⁻¹ by ``cho_solve`` against the
+identity, 2m³ flops, instead of LAPACK ``potri``, (2/3)m³), for the ratio in the same run.  For every
 N the function is compiled with N as a constant, as it is inside a ``pm.Model``; the observed
 z is one draw of the distribution itself (simulating 10⁶ records of 990 statistics would need
 8 GB and does not change the cost).  Each compiled function is checked once against a NumPy /
@@ -43,6 +45,7 @@ from _common import Timer, machine_info, md_table, time_variants, write_results 
 from scipy import stats  # noqa: E402
 
 from pymc_dpnoise.distributions.sufficient import SSNormalApprox  # noqa: E402
+from pymc_dpnoise.math import sufficient as sufficient_math  # noqa: E402
 from pymc_dpnoise.math.sufficient import ss_moments, stat_dim  # noqa: E402
 from pymc_dpnoise.mechanisms.core import analytic_gaussian_sigma  # noqa: E402
 from pymc_dpnoise.mechanisms.sufficient import ss_sensitivity  # noqa: E402
@@ -53,6 +56,7 @@ VARIANTS = {
     "logistic_taylor3": ("logistic", 3),
     "logistic_quadrature": ("logistic", "quadrature"),
     "poisson": ("poisson", 3),
+    "poisson_cho_solve": ("poisson", 3),
     "linear": ("linear", 3),
 }
 SIGMA = 0.5  # residual sd (linear)
@@ -98,10 +102,15 @@ def build(variant, n, theta_val, cov_val, seed):
     theta_s = pt.specify_shape(theta, (D,))
     rv = SSNormalApprox.dist(theta_s, cov, n, nc, glm, order=order, **kw)
     lp = pm.logp(rv, z)
+    # the pullback reads the flag when the gradient graph is built
+    sufficient_math._CINV_METHOD = "cho_solve" if variant.endswith("_cho_solve") else "potri"
     outs = [lp, *pt.grad(lp, params)]
     with Timer() as t, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         f = pytensor.function(params, outs)
+    sufficient_math._CINV_METHOD = "potri"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         f.trust_input = True
         res = f(*values)
     # reference: the same density evaluated with NumPy moments and SciPy
