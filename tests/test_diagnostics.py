@@ -146,9 +146,38 @@ def test_sample_compiled_swaps_data_and_reports_diagnostics():
     )
     assert post.shape == (600, 2)
     assert abs(post[:, 0].mean() - 3.0) < 0.5
-    assert set(info) == {"divergences", "max_rhat", "seconds"}
+    assert set(info) == {"divergences", "max_rhat", "seconds", "chains_dropped"}
+    assert info["chains_dropped"] == 0
     assert info["max_rhat"] < 1.1 and info["divergences"] >= 0
     post2, _ = sample_compiled(
         compiled, draws=300, tune=300, chains=2, seed=1, y=rng.normal(-3.0, 1.0, 50)
     )
     assert abs(post2[:, 0].mean() + 3.0) < 0.5
+
+
+def test_sample_compiled_drops_chains_stuck_in_a_minor_mode():
+    """Two separated modes, the one at +6 with e^-20 of the mass: chains that start on its
+    side stay there.  ``drop_stuck_chains`` removes exactly those chains."""
+    import nutpie
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from pymc_dpnoise.diagnostics import sample_compiled
+
+    with pm.Model() as model:
+        shift = pm.Data("shift", 0.0)
+        x = pm.Flat("theta")
+        a = pm.logp(pm.Normal.dist(-6.0 + shift, 0.3), x)
+        b = pm.logp(pm.Normal.dist(6.0 + shift, 0.3), x) - 20.0
+        pm.Potential("mix", pt.logaddexp(a, b))
+    compiled = nutpie.compile_pymc_model(model)
+    kw = dict(draws=200, tune=300, chains=6, seed=3, shift=np.array(0.0))
+    everything, info_all = sample_compiled(compiled, **kw)
+    per_chain = everything.reshape(6, 200)
+    in_minor = (per_chain.mean(axis=1) > 0).sum()
+    assert 0 < in_minor < 6, "the test needs chains in both modes"
+    assert info_all["chains_dropped"] == 0 and info_all["max_rhat"] > 2
+    kept, info = sample_compiled(compiled, drop_stuck_chains=10.0, **kw)
+    assert info["chains_dropped"] == in_minor
+    assert kept.shape == ((6 - in_minor) * 200,)
+    assert np.all(kept < 0) and info["max_rhat"] < 1.1

@@ -116,12 +116,16 @@ def test_linreg_model_logp_matches_joint_gaussian():
     point = model.initial_point()
     point["theta"] = np.array([0.4, -1.1])
     point["sigma_log__"] = np.log(0.5)
+    point["chol_tau_log__"] = np.log([0.6, 1.4])
+    point["chol_corr_cholesky_corr__"] = np.array([0.7])
     lik = float(_fn(model, model.logp(vars=[model["z"]]))(point))
-    # Σ at this point from the model's own Cholesky factor
-    chol = _fn(model, model["chol"])(point)
-    L = np.zeros((d, d))
-    L[np.tril_indices(d)] = chol
-    cov = L @ L.T
+    # Σ = diag(τ) Ω diag(τ) at this point, from the model's own τ and correlation factor
+    tau = _fn(model, model["chol_tau"])(point)
+    corr_chol = _fn(model, model["chol_corr"])(point)
+    np.testing.assert_allclose(tau, [0.6, 1.4])
+    omega = corr_chol @ corr_chol.T
+    assert 0.1 < abs(omega[0, 1]) < 0.99
+    cov = omega * np.outer(tau, tau)
     th = point["theta"]
     C = np.block(
         [

@@ -21,7 +21,8 @@ Experiment functions behind ``notebooks/ldp_regression.ipynb``:
 
 Priors follow the LDP paper (Supplement 8): θ ~ N(0, 5 I) (read as standard deviation √5) and
 the scaled LKJ prior Σ = diag(τ) Ω diag(τ), Ω ~ LKJ(2), τ ~ HalfNormal(2.5)
-(``pm.LKJCholeskyCov``), as in :mod:`pymc_dpnoise.experiments_regression`.
+(:func:`~pymc_dpnoise.priors.scaled_lkj_cov`, which samples τ and Ω separately), as in
+:mod:`pymc_dpnoise.experiments_regression`.
 
 The preprocessing (standardisation, PCA, the rescaling constant, centring) is computed from the
 clean training data and treated as public, as in the paper; it is not itself private.
@@ -350,11 +351,9 @@ def adult_split(rng, d=3, *, n_train=10_000, R=1.0, norm_quantile=0.95) -> Split
 
 
 def _lkj_cov(name, d, tau_sd):
-    import pymc as pm
+    from .priors import scaled_lkj_cov
 
-    chol, _, _ = pm.LKJCholeskyCov(
-        name, n=d, eta=2.0, sd_dist=pm.HalfNormal.dist(tau_sd), compute_corr=True
-    )
+    chol, _, _ = scaled_lkj_cov(name, d, eta=2.0, tau_sigma=tau_sd)
     return chol @ chol.T
 
 

@@ -209,7 +209,9 @@ class PerturbedLinReg(_NoImputeContinuous):
     sigma : tensor_like of float
         Standard deviation of the regression noise, > 0.
     cov : tensor_like of float, shape (d, d)
-        Covariance Σ of the clean features (positive definite), e.g. a scaled LKJ prior.
+        Covariance Σ of the clean features (positive definite), e.g. the papers' scaled LKJ
+        prior from :func:`pymc_dpnoise.priors.scaled_lkj_cov` (it samples the scales and the
+        correlations separately; ``pm.LKJCholeskyCov`` under-covers small scales here).
     sigma_x : tensor_like of float, scalar or shape (d,)
         Standard deviation of the Gaussian noise on each feature, > 0.
     sigma_y : tensor_like of float
@@ -231,6 +233,18 @@ class PerturbedLinReg(_NoImputeContinuous):
     ...     sigma = pm.HalfNormal("sigma", 1.0)
     ...     obs = PerturbedLinReg("z", theta=theta, sigma=sigma, cov=np.eye(2),
     ...                           sigma_x=0.5, sigma_y=0.5, observed=z)
+
+    With Σ unknown, under the scaled LKJ(2) prior:
+
+    >>> from pymc_dpnoise.priors import scaled_lkj_cov
+    >>> with pm.Model() as model:
+    ...     theta = pm.Normal("theta", 0.0, 5.0, shape=2)
+    ...     sigma = pm.HalfNormal("sigma", 1.0)
+    ...     chol, tau, _ = scaled_lkj_cov("x", 2, eta=2.0, tau_sigma=2.5)
+    ...     obs = PerturbedLinReg("z", theta=theta, sigma=sigma, cov=chol @ chol.T,
+    ...                           sigma_x=0.5, sigma_y=0.5, observed=z)
+    >>> sorted(model.free_RVs, key=str)
+    [sigma, theta, x_corr, x_tau]
     >>> dist = PerturbedLinReg.dist(theta=[1.0, -0.5], sigma=0.3, cov=np.eye(2),
     ...                             sigma_x=0.5, sigma_y=0.5)
     >>> pm.logp(dist, [0.1, 0.2, 0.0]).eval().shape
