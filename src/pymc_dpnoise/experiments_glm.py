@@ -131,8 +131,8 @@ SETTINGS = {
         poisson_ry=10.0,
         ldp_eps=(0.5, 1.0, 2.0, 4.0, 8.0),
         ldp_repeats=5,
-        ldp_adult_repeats=1,
-        ldp_adult_draws=500,
+        ldp_adult_repeats=5,
+        ldp_adult_draws=1000,
         ldp_tune_repeats=2,
         wine_d=4,
     ),
@@ -629,6 +629,7 @@ def run_ldp(kind, compiled_ss, S, *, seed=7, progress=None):
                     divergences=inf["divergences"],
                     max_rhat=inf["max_rhat"],
                     seconds=inf["seconds"],
+                    chains_dropped=inf["chains_dropped"],
                 )
             )
             if progress:
