@@ -160,13 +160,17 @@ def _register_numba():
             if info[0] != 0:
                 out[:] = np.nan
                 return out
-            for i in range(m):
-                for j in range(i + 1):
-                    out[i, j] = a[i, j]
-                    out[j, i] = a[i, j]
+            # mirror the lower triangle in 64 x 64 tiles (the transposed writes stay in cache)
+            for ib in range(0, m, 64):
+                for jb in range(0, ib + 1, 64):
+                    for i in range(ib, min(ib + 64, m)):
+                        for j in range(jb, min(jb + 64, i + 1)):
+                            v = a[i, j]
+                            out[i, j] = v
+                            out[j, i] = v
             return out
 
-        return cholesky_inverse_numba, 2
+        return cholesky_inverse_numba, 3
 
     return True
 
