@@ -52,7 +52,7 @@ def main():
     import nutpie
 
     warnings.filterwarnings("ignore")
-    t_start = time.time()
+    t_start = time.perf_counter()
     info = machine_info()
     rows = []
     for d in DIMS:
