@@ -24,8 +24,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
-if (ROOT / "src").is_dir():  # build from a source tree even without an editable install
-    sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))  # build from a source tree even without an editable install
 
 # Notebooks are executed in the project's fast mode; the kernel inherits this environment.
 os.environ.setdefault("PMD_MODE", "fast")
