@@ -41,6 +41,8 @@ notebooks-full: $(STAMP)
 
 docs: $(STAMP)
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+	$(PY) scripts/check_docs_offline.py docs/_build/html \
+	  $$(command -v chromium >/dev/null && echo --screenshot docs/_build/equations.png)
 
 clean:
 	rm -rf $(VENV) docs/_build .pytest_cache

@@ -74,6 +74,9 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    # MathJax 3.2.2 shipped inside a wheel and copied into _static/mathjax: equations render
+    # offline (no CDN), in the built HTML and in the notebooks' pages.
+    "sphinx-mathjax-offline",
     "numpydoc",
     "myst_nb",
     "pmd_docs",  # docs/_ext/pmd_docs.py: if-importable blocks, notebook-toctree, sbc-results
@@ -129,6 +132,7 @@ nb_merge_streams = True
 html_theme = "alabaster"
 html_title = f"pymc-dpnoise {release}"
 html_static_path: list[str] = []
+mathjax_path = "mathjax/tex-chtml.js"  # the local copy (see extensions); never a CDN
 html_theme_options = {
     "description": "Bayesian inference on differentially private data with PyMC",
     "fixed_sidebar": False,
