@@ -214,7 +214,8 @@ class BayesNet:
         """
         node = _node_index("node", node, self.n_nodes)
         ks = [range(self.cardinality[p]) for p in self.parents[node]]
-        return np.array(list(itertools.product(*ks)), dtype=int).reshape(-1, len(ks))
+        configs = list(itertools.product(*ks))
+        return np.array(configs, dtype=int).reshape(len(configs), len(ks))
 
     def config_index(self, data, node: int) -> np.ndarray:
         """Parent-configuration index ``j`` of every record for ``node`` (mixed radix)."""
