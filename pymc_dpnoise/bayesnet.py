@@ -318,7 +318,7 @@ class BayesNet:
                 raise ValueError(f"`{name}` for node {i} has shape {t.shape}, expected {shape}")
             if not np.all(np.isfinite(t)) or np.any(t < 0):
                 raise ValueError(f"`{name}` for node {i} must be finite and >= 0")
-            if not np.allclose(t.sum(axis=1), 1.0, atol=1e-9):
+            if np.max(np.abs(t.sum(axis=1) - 1.0)) > 1e-9:
                 raise ValueError(f"`{name}` rows for node {i} must sum to 1")
             out[i] = t
         return out

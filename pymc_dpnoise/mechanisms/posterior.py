@@ -490,16 +490,31 @@ def _node_lipschitz(k: int, trim: float) -> float:
     return math.log((1.0 - (k - 1) * trim) / trim)
 
 
+def _trims(net: BayesNet, trim) -> tuple[float, ...]:
+    """Per-node trimming levels from a scalar or a per-node sequence, checked."""
+    if np.ndim(trim) == 0:
+        trims = (_scalar_positive("trim", trim),) * net.n_nodes
+    else:
+        trims = tuple(_scalar_positive("trim", w) for w in np.asarray(trim, dtype=float))
+        if len(trims) != net.n_nodes:
+            raise ValueError(f"`trim` has {len(trims)} entries for {net.n_nodes} nodes")
+    for i, (w, k) in enumerate(zip(trims, net.cardinality, strict=True)):
+        if w >= 1.0 / k:
+            raise ValueError(f"`trim` for node {i} must be < 1/K_i = {1.0 / k:.4g}; got {w}")
+    return trims
+
+
 def posterior_sampling_epsilon(parents, trim, size: int = 1, cardinality=None) -> float:
     r"""The ε of :func:`posterior_sample` for trimming level ``trim`` (and ``size`` draws).
 
-    Every CPT entry is restricted to :math:`\theta_{i,j,v} \ge \omega` (for a Bernoulli node
-    :math:`\theta_{i,j} \in [\omega, 1-\omega]`), so the log-probability of node i's factor lies
-    in :math:`[\log\omega, \log(1 - (K_i-1)\omega)]` and, for any two records,
-    :math:`|\log p_\theta(x) - \log p_\theta(y)| \le L = \sum_i \log\frac{1-(K_i-1)\omega}{\omega}`
-    (Lemma 2 with Hamming distance between records).  One posterior draw is then
-    :math:`2L`-DP (Theorem 4, part 1), whatever the prior concentrations; ``size`` draws are
-    :math:`2L\cdot` ``size``-DP.
+    Every CPT entry of node i is restricted to :math:`\theta_{i,j,v} \ge \omega_i` (for a
+    Bernoulli node :math:`\theta_{i,j} \in [\omega_i, 1-\omega_i]`), so the log-probability of
+    node i's factor lies in :math:`[\log\omega_i, \log(1 - (K_i-1)\omega_i)]` and, for any two
+    records, :math:`|\log p_\theta(x) - \log p_\theta(y)| \le L = \sum_i L_i`,
+    :math:`L_i = \log\frac{1-(K_i-1)\omega_i}{\omega_i}` (Lemma 2 with Hamming distance between
+    records).  One posterior draw is then :math:`2L`-DP (Theorem 4, part 1), whatever the prior
+    concentrations; ``size`` draws are :math:`2L\cdot` ``size``-DP.  ``trim`` is one level for
+    all nodes or one per node.
 
     Examples
     --------
@@ -508,23 +523,16 @@ def posterior_sampling_epsilon(parents, trim, size: int = 1, cardinality=None) -
     """
     net = as_bayesnet(parents, None, cardinality)
     size = _count("size", size)
-    trim = _scalar_positive("trim", trim)
-    kmax = max(net.cardinality)
-    if trim >= 1.0 / kmax:
-        raise ValueError(f"`trim` must be < 1/K_max = {1.0 / kmax:.4g}; got {trim}")
-    return 2.0 * size * sum(_node_lipschitz(k, trim) for k in net.cardinality)
+    trims = _trims(net, trim)
+    return (
+        2.0 * size * sum(_node_lipschitz(k, w) for k, w in zip(net.cardinality, trims, strict=True))
+    )
 
 
-def _trim_for_epsilon(net: BayesNet, eps_draw: float) -> float:
-    if net.cardinality and len(set(net.cardinality)) == 1 and net.cardinality[0] == 2:
-        return 1.0 / (1.0 + math.exp(eps_draw / (2.0 * net.n_nodes)))
-    kmax = max(net.cardinality)
-
-    def f(w):
-        return 2.0 * sum(_node_lipschitz(k, w) for k in net.cardinality) - eps_draw
-
-    hi = (1.0 / kmax) * (1 - 1e-12)
-    return optimize.brentq(f, 1e-300, hi, xtol=1e-300, rtol=1e-14)
+def _trims_for_epsilon(net: BayesNet, eps_draw: float) -> tuple[float, ...]:
+    """Each node gets L_i = eps_draw / (2|I|): omega_i = 1 / (K_i - 1 + e^{eps_draw / (2|I|)})."""
+    e = math.exp(eps_draw / (2.0 * net.n_nodes))
+    return tuple(1.0 / (k - 1 + e) for k in net.cardinality)
 
 
 def _truncated_beta(a1, a0, lo, rng):
@@ -573,8 +581,10 @@ def posterior_sample(
     categorical rows by rejection from the untruncated Dirichlet.
 
     **Privacy** (Lemma 2 + Theorem 4, part 1): see :func:`posterior_sampling_epsilon`:
-    :math:`\varepsilon = 2\,\mathrm{size}\sum_i\log\frac{1-(K_i-1)\omega}{\omega}`; for Bernoulli
-    nodes given ε, :math:`\omega = 1/(1 + e^{\varepsilon/(2|\mathcal{I}|\,\mathrm{size})})`.
+    :math:`\varepsilon = 2\,\mathrm{size}\sum_i\log\frac{1-(K_i-1)\omega_i}{\omega_i}`.  Given
+    ε, every node gets the same share: :math:`\omega_i = 1/(K_i - 1 + e^{\varepsilon/(2|\mathcal{I}|
+    \,\mathrm{size})})` (for Bernoulli nodes :math:`1/(1 + e^{\varepsilon/(2|\mathcal{I}|\,
+    \mathrm{size})})`).
     The paper's Appendix C.2 states :math:`\varepsilon = 2\log(1/\omega)` for "a minimal
     probability ω assigned to any sub-event"; that holds when ω bounds the probability of a
     whole record :math:`p_\theta(x)`.  Trimming each CPT entry at ω only bounds the record
@@ -588,8 +598,9 @@ def posterior_sample(
         As :func:`laplace_posterior_updates`.  ``epsilon`` is the total for all draws.
     prior : float or mapping
         Dirichlet/Beta concentrations (scalar or ``{node: (J_i, K_i) array}``); 1 = uniform.
-    trim : float, optional
-        ω.  Default: the ω that spends exactly ``epsilon`` (the smallest trimming allowed).  If
+    trim : float or sequence of float, optional
+        :math:`\omega` (one for all nodes, or one per node).  Default: the levels above, which
+        spend exactly ``epsilon``.  If
         given, its ε (:func:`posterior_sampling_epsilon`) must not exceed ``epsilon``; the
         release reports that ε.
     size : int
@@ -599,7 +610,7 @@ def posterior_sample(
     -------
     Release
         ``values[i]``: ``(J_i, K_i)`` CPT (``(size, J_i, K_i)`` if ``size > 1``).
-        ``metadata``: ``trim``, ``lipschitz`` (L), ``epsilon_per_draw``, ``prior``, ``n``,
+        ``metadata``: ``trim`` (per node), ``lipschitz`` (L), ``epsilon_per_draw``, ``prior``, ``n``,
         ``structure``.
 
     Examples
@@ -608,19 +619,19 @@ def posterior_sample(
     >>> rng = np.random.default_rng(0)
     >>> x = rng.integers(0, 2, size=(100, 2))
     >>> rel = posterior_sample(x, {0: (), 1: (0,)}, 2.0, rng)
-    >>> round(rel.metadata["trim"], 4), rel.values[1].shape
-    (0.3775, (2, 2))
+    >>> [round(w, 4) for w in rel.metadata["trim"]], rel.values[1].shape
+    ([0.3775, 0.3775], (2, 2))
     """
     rng = _rng(rng)
     eps = _scalar_positive("epsilon", epsilon)
     size = _count("size", size)
     net, x = _data_and_net(data, parents, cardinality)
     if trim is None:
-        omega = _trim_for_epsilon(net, eps / size)
+        trims = _trims_for_epsilon(net, eps / size)
         spent = eps
     else:
-        spent = posterior_sampling_epsilon(net, trim, size)
-        omega = float(trim)
+        trims = _trims(net, trim)
+        spent = posterior_sampling_epsilon(net, trims, size)
         if spent > eps * (1 + 1e-12):
             raise ValueError(
                 f"`trim` = {trim} gives epsilon = {spent:.6g} > `epsilon` = {eps}; "
@@ -632,24 +643,24 @@ def posterior_sample(
     for i, p in post.items():
         rows = np.repeat(p[None], size, axis=0).reshape(-1, p.shape[1])
         if p.shape[1] == 2:
-            th1 = _truncated_beta(rows[:, 1], rows[:, 0], omega, rng)
+            th1 = _truncated_beta(rows[:, 1], rows[:, 0], trims[i], rng)
             th = np.stack([1.0 - th1, th1], axis=1)
         else:
-            th = _truncated_dirichlet(rows, omega, rng)
+            th = _truncated_dirichlet(rows, trims[i], rng)
         th = th.reshape(size, *p.shape)
         values[i] = _readonly(th[0] if size == 1 else th)
-    lip = sum(_node_lipschitz(k, omega) for k in net.cardinality)
+    lip = sum(_node_lipschitz(k, w) for k, w in zip(net.cardinality, trims, strict=True))
     meta = _base_metadata(
         net,
         x.shape[0],
-        trim=omega,
+        trim=trims,
         lipschitz=lip,
         epsilon_per_draw=spent / size,
         size=size,
         prior=a,
         layout="values[i][j, v] = P(X_i = v | parents = j), drawn from the trimmed posterior",
         reference="Zhang et al. (AAAI 2016) Lemma 2, Theorem 4 (part 1), Appendix C.2 "
-        "(corrected: epsilon = 2 * sum_i log((1 - (K_i - 1) trim) / trim))",
+        "(corrected: epsilon = 2 * sum_i log((1 - (K_i - 1) trim_i) / trim_i))",
     )
     return Release(values, spent, 0.0, "posterior_sample", meta)
 
@@ -971,7 +982,8 @@ def exponential_map(data, parents, epsilon, rng, *, candidates, prior=1.0, cardi
         logits = np.zeros(len(cands))
     else:
         logits = eps * (util - util.max()) / (2.0 * delta_u)
-    prob = np.exp(logits - special.logsumexp(logits))
+    prob = np.exp(logits - logits.max())
+    prob /= prob.sum()
     idx = int(rng.choice(len(cands), p=prob))
     meta = _base_metadata(
         net,
