@@ -359,7 +359,7 @@ def fourier_posterior_updates(
       :math:`R\,2^{s_{\max}}` to :math:`c_\emptyset` makes all tables non-negative with
       probability :math:`\ge (1 - e^{-R/B})^{|\mathcal{N}_\mathcal{I}|} = 1 - e^{-t}`.  For
       :math:`t \gtrsim 0.1` this shift is also *smaller* than the paper's (naive Bayes with 16
-      features, t = 2.3: 6.6 B per cell against 39 B).
+      features, t = 2.3: 5.8 B per cell against 39 B).
 
     **Re-runs** ("re-running Algorithm 2 affords another chance of stealth at the cost of
     privacy budget ε"):
@@ -782,43 +782,43 @@ def posterior_sample_linreg(
 ) -> Release:
     r"""Posterior sampling for linear regression with a truncated Gaussian prior (Appendix D).
 
-        The posterior of a Gaussian prior restricted to :math:`\|w\|_2 \le W` is the conjugate
-        Gaussian :math:`N(\mu_n, \Sigma_n)`, :math:`\Sigma_n = \sigma^2(X^\top X + \sigma^2\Lambda)^{-1}`,
-        :math:`\mu_n = (X^\top X + \sigma^2\Lambda)^{-1}X^\top y`, restricted to the same ball
-        (Lemma D.1); the release is ``size`` exact draws from it (rejection from the Gaussian
+    The posterior of a Gaussian prior restricted to :math:`\|w\|_2 \le W` is the conjugate
+    Gaussian :math:`N(\mu_n, \Sigma_n)`, :math:`\Sigma_n = \sigma^2(X^\top X + \sigma^2\Lambda)^{-1}`,
+    :math:`\mu_n = (X^\top X + \sigma^2\Lambda)^{-1}X^\top y`, restricted to the same ball
+    (Lemma D.1); the release is ``size`` exact draws from it (rejection from the Gaussian
     re-centred at the mode of the restricted posterior).
 
-        **Privacy**: :func:`linreg_sampling_epsilon`.  Given ε, the radius is the largest :math:`W`
-        whose guarantee is ε (per draw ``epsilon / size``); a given ``radius`` must not exceed ε.
+    **Privacy**: :func:`linreg_sampling_epsilon`.  Given ε, the radius is the largest :math:`W`
+    whose guarantee is ε (per draw ``epsilon / size``); a given ``radius`` must not exceed ε.
 
-        Parameters
-        ----------
-        data : tuple (X, y)
-            ``X`` shape (n, d), ``y`` shape (n,); clipped to the model's bounds.
-        model : LinRegModel
-        epsilon : float
-            Total budget for all draws.
-        rng : numpy.random.Generator
-        radius : float, optional
-            :math:`W`.
-        size : int
+    Parameters
+    ----------
+    data : tuple (X, y)
+        ``X`` shape (n, d), ``y`` shape (n,); clipped to the model's bounds.
+    model : LinRegModel
+    epsilon : float
+        Total budget for all draws.
+    rng : numpy.random.Generator
+    radius : float, optional
+        :math:`W`.
+    size : int
 
-        Returns
-        -------
-        Release
-            ``values``: ``(d,)`` weights (``(size, d)`` if ``size > 1``).  ``metadata``: ``radius``,
-            ``lipschitz``, ``epsilon_per_draw``, ``acceptance`` (fraction of accepted proposals),
-            ``n``, the model.
+    Returns
+    -------
+    Release
+        ``values``: ``(d,)`` weights (``(size, d)`` if ``size > 1``).  ``metadata``: ``radius``,
+        ``lipschitz``, ``epsilon_per_draw``, ``acceptance`` (fraction of accepted proposals),
+        ``n``, the model.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> rng = np.random.default_rng(0)
-        >>> X = rng.normal(0, 0.3, size=(500, 2))
-        >>> y = np.clip(X @ [0.2, -0.1] + rng.normal(0, 0.5, 500), -1, 1)
-        >>> rel = posterior_sample_linreg((X, y), LinRegModel(sigma=0.5), 4.0, rng)
-        >>> rel.values.shape, round(rel.metadata["radius"], 3)
-        ((2,), 0.25)
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(0, 0.3, size=(500, 2))
+    >>> y = np.clip(X @ [0.2, -0.1] + rng.normal(0, 0.5, 500), -1, 1)
+    >>> rel = posterior_sample_linreg((X, y), LinRegModel(sigma=0.5), 4.0, rng)
+    >>> rel.values.shape, round(rel.metadata["radius"], 3)
+    ((2,), 0.25)
     """
     rng = _rng(rng)
     eps = _scalar_positive("epsilon", epsilon)
