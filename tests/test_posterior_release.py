@@ -226,6 +226,13 @@ def test_alg2_noise_scale_and_shifts():
     noise[:, 0] -= meta["shift"]
     assert stats.kstest(noise.ravel(), stats.laplace(scale=6.0).cdf).pvalue > 1e-3
     assert stats.kstest(noise.ravel(), stats.laplace(scale=6.6).cdf).pvalue < 1e-3
+    # Theorem 3: ||C(h) - h^i||_1 <= 4|N|/eps (2^{|pi_i|} log(|N|/delta) + t|N|) w.p. >= 1 - delta
+    delta = 0.2
+    counts = net.counts(x)
+    for i, ps in enumerate(net.parents):
+        bound = 4 * size / eps * (2 ** len(ps) * math.log(size / delta) + t * size)
+        err = np.array([np.abs(r.values[i] - counts[i]).sum() for r in rels])
+        assert np.mean(err <= bound) >= 1 - delta
     # the provable shift: R 2^{s_max}, R = -B log(1 - (1 - e^-t)^(1/|N|))
     union = m.fourier_posterior_updates(x, net, eps, g, t=t, shift="union").metadata["shift"]
     B = 6.0
