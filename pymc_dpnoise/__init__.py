@@ -6,7 +6,12 @@ account for the noise and stay calibrated.
 Subpackages
 -----------
 mechanisms
-    Release-side NumPy mechanisms (what the data holder or client runs).
+    Release-side NumPy mechanisms (what the data holder or client runs), including the
+    posterior-release mechanisms for discrete Bayesian networks.
+bayesnet
+    Discrete Bayesian network structure (:class:`BayesNet`) behind the posterior releases.
+privacy_check
+    Empirical privacy checks (largest log-ratio of output frequencies on neighbours).
 math
     Pure PyTensor log-likelihoods.
 distributions
@@ -24,6 +29,7 @@ datasets
 from importlib.metadata import PackageNotFoundError, version
 
 from . import mechanisms
+from .bayesnet import BayesNet
 from .distributions import (
     KRRLikelihood,
     LaplacePerturbedClippedExponential,
@@ -42,6 +48,7 @@ except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
 __all__ = [
+    "BayesNet",
     "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",

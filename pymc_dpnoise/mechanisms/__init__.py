@@ -41,6 +41,20 @@ from .frequency import (
     unary_encoding_estimate,
     unary_encoding_perturb,
 )
+from .posterior import (
+    Budget,
+    LinRegModel,
+    Release,
+    exponential_map,
+    fourier_closure,
+    fourier_posterior_updates,
+    laplace_posterior_updates,
+    linreg_sampling_epsilon,
+    posterior_sample,
+    posterior_sample_linreg,
+    posterior_sampling_epsilon,
+    total_spent,
+)
 from .regression import (
     PerturbedRelease,
     clip_response,
@@ -61,7 +75,10 @@ from .sufficient import (
 )
 
 __all__ = [
+    "Budget",
+    "LinRegModel",
     "PerturbedRelease",
+    "Release",
     "SSRelease",
     "analytic_gaussian_sigma",
     "as_matrix",
@@ -72,12 +89,17 @@ __all__ = [
     "clip_rows",
     "clipped_sensitivity",
     "compress_reports",
+    "exponential_map",
+    "fourier_closure",
+    "fourier_posterior_updates",
     "gaussian_mechanism",
     "krr_estimate",
     "krr_perturb",
     "krr_probabilities",
     "laplace_mechanism",
+    "laplace_posterior_updates",
     "linear_ss_sensitivity",
+    "linreg_sampling_epsilon",
     "logistic_ss_sensitivity",
     "oue_estimate",
     "oue_perturb",
@@ -88,6 +110,9 @@ __all__ = [
     "perturb_logreg",
     "poisson_ss_sensitivity",
     "polynomial_ss_sensitivity",
+    "posterior_sample",
+    "posterior_sample_linreg",
+    "posterior_sampling_epsilon",
     "project_simplex",
     "randomized_response",
     "release_sufficient_statistics",
@@ -97,6 +122,7 @@ __all__ = [
     "sue_probabilities",
     "sufficient_statistics",
     "t2",
+    "total_spent",
     "unary_encoding_estimate",
     "unary_encoding_perturb",
 ]
