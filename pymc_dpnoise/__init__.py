@@ -23,25 +23,10 @@ datasets
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import mechanisms
-from .distributions import (
-    KRRLikelihood,
-    LaplacePerturbedClippedExponential,
-    LaplacePerturbedClippedNormal,
-    OUELikelihood,
-    PerturbedLinReg,
-    PerturbedLogReg,
-    SSNormalApprox,
-    SUELikelihood,
-    UnaryEncodingLikelihood,
-)
-
-try:
-    __version__ = version("pymc-dpnoise")
-except PackageNotFoundError:  # pragma: no cover
-    __version__ = "0+unknown"
-
-__all__ = [
+# The distributions (PyMC, PyTensor) and the mechanisms are imported on first use (PEP 562), so
+# ``import pymc_dpnoise`` and ``pymc-dpnoise --help`` stay fast; ``from pymc_dpnoise import X``
+# and ``pymc_dpnoise.X`` work as before.
+_DISTRIBUTIONS = (
     "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",
@@ -51,6 +36,29 @@ __all__ = [
     "SSNormalApprox",
     "SUELikelihood",
     "UnaryEncodingLikelihood",
-    "__version__",
-    "mechanisms",
-]
+)
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _DISTRIBUTIONS:
+        value = getattr(importlib.import_module(".distributions", __name__), name)
+    elif name == "mechanisms":
+        value = importlib.import_module(".mechanisms", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+try:
+    __version__ = version("pymc-dpnoise")
+except PackageNotFoundError:  # pragma: no cover
+    __version__ = "0+unknown"
+
+__all__ = [*_DISTRIBUTIONS, "__version__", "mechanisms"]
