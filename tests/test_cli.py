@@ -127,10 +127,9 @@ def test_help_and_argument_errors_do_not_import_pymc():
                                "--epsilon", "1"]))
             codes.append(main(["fit", "krr", "x.csv", "--seed", "-1"]))
         print(codes)
-        print(sorted(m for m in sys.modules if m.split(".")[0] in %r))
+        print(sorted(m for m in sys.modules if m.split(".")[0] in HEAVY_NAMES))
         """
-        % (HEAVY,)
-    )
+    ).replace("HEAVY_NAMES", repr(HEAVY))
     res = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_env()
     )
