@@ -145,7 +145,10 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
     target = None
     if args.save:
         target = check_target(args.save, inputs=[args.reports], force=args.force)
-    print(f"Reading {'stdin' if args.reports == '-' else args.reports} ...", file=err, flush=True)
+    progress = (
+        (lambda text: None) if args.quiet else (lambda text: print(text, file=err, flush=True))
+    )
+    progress(f"Reading {'stdin' if args.reports == '-' else args.reports} ...")
     with open_table(args.reports, header=args.header, sep=args.sep, max_rows=args.max_rows) as t:
         data = spec.data.read(t, args)
 
@@ -155,7 +158,7 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
     print(data["read"])
     if data.get("note"):
         print(f"note: {data['note']}", file=err)
-    print("Building the model (imports PyMC) ...", file=err, flush=True)
+    progress("Building the model ...")
     import pymc as pm
 
     try:
@@ -204,7 +207,7 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
     for note in notes:
         print(f"warning: {note}", file=err)
     if target is not None:
-        print(f"Saving the posterior to {args.save} ...", file=err, flush=True)
+        progress(f"Saving the posterior to {args.save} ...")
 
         def commit():
             interrupt.defer = True  # from here on Ctrl-C cannot stop the rename half-way

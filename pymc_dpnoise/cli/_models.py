@@ -84,6 +84,9 @@ def _check_values(table, idx, values, kind, *, k=None):
     elif kind == "epsilon":
         bad = ~(np.isfinite(values) & (values > 0))
         why = "epsilon must be finite and > 0, got {v}"
+    elif kind == "variance":
+        bad = ~(np.isfinite(values) & (values > 0))
+        why = "noise variances must be finite and > 0, got {v}"
     elif kind == "count":
         bad = ~(np.isfinite(values) & (values >= 0))
         why = "count must be finite and >= 0, got {v}"
@@ -434,7 +437,7 @@ def _statistics_read(table, args):
     if args.noise_var_column is not None:
         vi = table.resolve(args.noise_var_column, "noise variance column")
         (var,) = table.read([vi])
-        _check_values(table, vi, var, "epsilon")  # finite and > 0
+        _check_values(table, vi, var, "variance")
         noise_desc = f"noise variances from column {table.label(vi)}"
     else:
         sigma = _ss_sigma(args)
