@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, argparse errors
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     prog = f"{PROG} {args.command}" + (f" {args.model}" if args.command == "fit" else "")
-    with Interrupt() as interrupt:
+    with Interrupt(f"{prog}: interrupted; no output was written") as interrupt:
         try:
             if args.command == "demo":
                 return _cmd_demo(args, err)

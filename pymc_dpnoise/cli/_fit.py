@@ -8,10 +8,11 @@ at any point ends with exit code 130 and leaves the ``--save`` target as it was.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
-from ._args import PROG, InputError, sampler_available
+from ._args import INTERRUPTED, PROG, InputError, sampler_available
 from ._models import MODELS
 from ._read import open_table
 from ._write import check_target, write_atomic
@@ -20,21 +21,34 @@ __all__ = ["Interrupt", "run_fit"]
 
 
 class Interrupt:
-    """SIGINT handler: remembers the signal and raises KeyboardInterrupt, except while
-    ``defer`` is set (just before and during the rename that commits the output).
+    """SIGINT handler with three modes.
 
-    Samplers may swallow a KeyboardInterrupt and return a partial trace (nutpie does);
-    :attr:`flag` lets the caller see the interrupt anyway.
+    ``"raise"`` (reading, saving): remember the signal and raise KeyboardInterrupt, so the
+    temporary files are cleaned up.  ``"exit"`` (building and sampling): print
+    :attr:`message` and end the process at once with exit code 130; nothing has been written
+    yet.  Raising is not enough there: samplers run in native code and can swallow the
+    exception (nutpie returns a partial trace; a KeyboardInterrupt raised while a garbage
+    collector callback runs is ignored), so the first Ctrl-C was lost.  ``"defer"`` (the
+    rename that commits the output): only remember it.  :meth:`check` raises if a signal
+    came while its exception could have been swallowed.
     """
 
-    def __init__(self):
+    def __init__(self, message="interrupted"):
         self.flag = False
-        self.defer = False
+        self.mode = "raise"
+        self.message = message
         self._old = None
 
     def __call__(self, signum, frame):
         self.flag = True
-        if not self.defer:
+        if self.mode == "exit":
+            try:
+                sys.stdout.flush()
+            except Exception:  # a print was interrupted: exit anyway
+                pass
+            os.write(2, (self.message + "\n").encode())
+            os._exit(INTERRUPTED)
+        if self.mode == "raise":
             raise KeyboardInterrupt
 
     def __enter__(self):
@@ -158,6 +172,8 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
     print(data["read"])
     if data.get("note"):
         print(f"note: {data['note']}", file=err)
+    interrupt.check()
+    interrupt.mode = "exit"  # nothing written yet: Ctrl-C from here ends the process at once
     progress("Building the model ...")
     import pymc as pm
 
@@ -207,10 +223,12 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
     for note in notes:
         print(f"warning: {note}", file=err)
     if target is not None:
+        interrupt.mode = "raise"  # the temporary file is removed on the way out
+        interrupt.check()
         progress(f"Saving the posterior to {args.save} ...")
 
         def commit():
-            interrupt.defer = True  # from here on Ctrl-C cannot stop the rename half-way
+            interrupt.mode = "defer"  # from here on Ctrl-C cannot stop the rename half-way
             interrupt.check()
 
         try:
