@@ -339,6 +339,11 @@ def _bad_cases():
             [*CN, GOOD, *BOUNDS, *e1, "--save", "{d}/notzarr.zarr", "--force"],
             "is a directory but not a Zarr store",
         ),
+        (
+            "save-zarr-with-other-files",
+            [*CN, GOOD, *BOUNDS, *e1, "--save", "{d}/mixed.zarr", "--force"],
+            "also holds notes.txt",
+        ),
         ("save-unwritable", [*CN, GOOD, *BOUNDS, *e1, "--save", "/proc/x.csv"], "cannot write"),
         ("unknown-model", ["fit", "clipped-poisson", GOOD], "invalid choice"),
         ("demo-bad-n", ["demo", "--n", "1"], "--n: must be >= 2"),
@@ -438,6 +443,10 @@ def bad_dir(tmp_path_factory):
         (d / name).write_text(text)
     (d / "notzarr.zarr").mkdir()
     (d / "notzarr.zarr" / "thesis.tex").write_text("unrelated")
+    (d / "mixed.zarr" / "posterior").mkdir(parents=True)
+    (d / "mixed.zarr" / "zarr.json").write_text("{}")
+    (d / "mixed.zarr" / "posterior" / "zarr.json").write_text("{}")
+    (d / "mixed.zarr" / "notes.txt").write_text("unrelated")
     return d
 
 
@@ -494,9 +503,9 @@ def test_write_atomic_failure_or_interrupt_leaves_target(tmp_path):
 
 def test_write_atomic_zarr_store_replaced_whole(tmp_path):
     store = tmp_path / "post.zarr"
-    store.mkdir()
+    (store / "old_group").mkdir(parents=True)
     (store / "zarr.json").write_text("{}")
-    (store / "old-chunk").write_text("x")
+    (store / "old_group" / "zarr.json").write_text("{}")
     t = check_target(str(store), force=True)
 
     def write(path):

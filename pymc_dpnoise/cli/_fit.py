@@ -82,6 +82,9 @@ def resolve_sampler(name: str | None) -> str:
 def configure_quiet(quiet: bool) -> None:
     if quiet:
         import logging
+        import warnings
+
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"pytensor\..*")
 
         for name in ("pymc", "pytensor", "nutpie"):
             logging.getLogger(name).setLevel(logging.WARNING)

@@ -31,8 +31,22 @@ class Target:
     exists: bool
 
 
-def _is_zarr_store(path: Path) -> bool:
-    return (path / "zarr.json").is_file() or (path / ".zgroup").is_file()
+_ZARR_META = ("zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata")
+
+
+def _foreign_entries(path: Path) -> list[str] | None:
+    """None if ``path`` is not a Zarr store; else the top-level entries that are not Zarr
+    metadata or Zarr groups/arrays (files that replacing the store would delete)."""
+    if not ((path / "zarr.json").is_file() or (path / ".zgroup").is_file()):
+        return None
+    foreign = []
+    for entry in path.iterdir():
+        if entry.name in _ZARR_META:
+            continue
+        if entry.is_dir() and any((entry / m).is_file() for m in _ZARR_META):
+            continue
+        foreign.append(entry.name)
+    return sorted(foreign)
 
 
 def _same_file(a: Path, b: str) -> bool:
@@ -70,11 +84,18 @@ def check_target(path: str, *, inputs=(), force: bool = False, option: str = "--
     exists = os.path.lexists(p)
     if exists:
         if p.is_dir():
-            if fmt != "zarr" or not _is_zarr_store(p):
+            foreign = _foreign_entries(p) if fmt == "zarr" else None
+            if foreign is None:
                 raise InputError(
                     f"{option} {path}: is a directory"
                     + ("" if fmt != "zarr" else " but not a Zarr store")
                     + "; it is never replaced"
+                )
+            if foreign:
+                raise InputError(
+                    f"{option} {path}: the Zarr store also holds {', '.join(foreign[:3])}"
+                    + (" ..." if len(foreign) > 3 else "")
+                    + "; a store with other files in it is never replaced"
                 )
         elif not p.is_file():
             raise InputError(f"{option} {path}: exists and is not a regular file")
