@@ -550,8 +550,9 @@ def test_sigkill_during_save_leaves_no_partial_target(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 #: models fitted in the default run (each compiles its own graph); the rest run in `slow`.
-#: Measured (pytest --durations, 2-core machine at load ~13): clipped-normal 147 s (with the
-#: PyMC import), oue 36 s, clipped-exponential 44 s, linreg 166 s, ss-normal 334 s.
+#: Measured cold (pytest --durations, 2-core machine at load ~13): clipped-normal 147 s (with
+#: the PyMC import), oue 36 s, krr 119 s, clipped-exponential 44 s, linreg 166 s, ss-normal
+#: 334 s; with warm caches every model took 26-125 s (logreg the slowest).
 DEFAULT_FITS = {"clipped-normal": "csv", "oue": "parquet", "krr": "csv"}
 
 
