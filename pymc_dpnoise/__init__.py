@@ -28,27 +28,10 @@ datasets
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import mechanisms
-from .bayesnet import BayesNet
-from .distributions import (
-    KRRLikelihood,
-    LaplacePerturbedClippedExponential,
-    LaplacePerturbedClippedNormal,
-    OUELikelihood,
-    PerturbedLinReg,
-    PerturbedLogReg,
-    SSNormalApprox,
-    SUELikelihood,
-    UnaryEncodingLikelihood,
-)
-
-try:
-    __version__ = version("pymc-dpnoise")
-except PackageNotFoundError:  # pragma: no cover
-    __version__ = "0+unknown"
-
-__all__ = [
-    "BayesNet",
+# The distributions (PyMC, PyTensor) and the mechanisms are imported on first use (PEP 562), so
+# ``import pymc_dpnoise`` and ``pymc-dpnoise --help`` stay fast; ``from pymc_dpnoise import X``
+# and ``pymc_dpnoise.X`` work as before.
+_DISTRIBUTIONS = (
     "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",
@@ -58,6 +41,33 @@ __all__ = [
     "SSNormalApprox",
     "SUELikelihood",
     "UnaryEncodingLikelihood",
-    "__version__",
-    "mechanisms",
-]
+)
+
+_OTHER = {"BayesNet": ".bayesnet"}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _DISTRIBUTIONS:
+        value = getattr(importlib.import_module(".distributions", __name__), name)
+    elif name in _OTHER:
+        value = getattr(importlib.import_module(_OTHER[name], __name__), name)
+    elif name == "mechanisms":
+        value = importlib.import_module(".mechanisms", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+try:
+    __version__ = version("pymc-dpnoise")
+except PackageNotFoundError:  # pragma: no cover
+    __version__ = "0+unknown"
+
+__all__ = [*_DISTRIBUTIONS, *_OTHER, "__version__", "mechanisms"]

@@ -1,0 +1,1141 @@
+"""The models of ``pymc-dpnoise fit``: one :class:`ModelSpec` entry per model.
+
+An entry says which columns the command reads (a *data kind*: scalar reports, bit vectors,
+category ids, regression reports, released statistics), which options set the protocol and
+the priors, how the PyMC model is built and which parameters are summarised.  Adding a model
+is one entry in :data:`MODELS`; a new family that reads one numeric column per report (e.g. a
+noisy-count family) reuses :data:`SCALAR` and needs only its options and its ``build``.
+
+Nothing here imports NumPy or PyMC at module level: the parser is built from these entries
+for ``--help``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from ._args import InputError, column_list, finite_float, int_between, positive_float, probability
+
+__all__ = ["MODELS", "Built", "DataKind", "ModelSpec"]
+
+
+def _doc(*parts: str) -> str:
+    """Join dedented text blocks (the ``fit MODEL --help`` description)."""
+    import textwrap
+
+    return "".join(textwrap.dedent(p) for p in parts)
+
+
+def _fmt(x) -> str:
+    return f"{x:g}"
+
+
+@dataclasses.dataclass
+class Built:
+    """What a model's ``build`` returns."""
+
+    model: object  # the pm.Model
+    likelihood: str  # one line describing the likelihood
+    priors: str  # one line describing the priors
+    params: list  # variables summarised (and saved to CSV)
+
+
+@dataclasses.dataclass(frozen=True)
+class DataKind:
+    """How a family of models reads its file: ``add_args(group)`` adds the column options,
+    ``read(table, args) -> dict`` returns the arrays (and a ``"read"`` description line)."""
+
+    add_args: Callable
+    read: Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One ``pymc-dpnoise fit MODEL`` command."""
+
+    name: str  # the MODEL word on the command line
+    distribution: str  # the pymc_dpnoise distribution it fits
+    summary: str  # one line for ``fit --help``
+    description: str  # model and default priors for ``fit MODEL --help``
+    data: DataKind
+    add_model_args: Callable  # protocol parameters and priors
+    build: Callable  # (args, data) -> Built
+    check: Callable = lambda args: None  # option checks before the file is read
+    metavar: str = "REPORTS"
+    what: str = "file of privatised reports, one per row"
+
+    def add_data_args(self, group):
+        self.data.add_args(group)
+
+
+# --------------------------------------------------------------------------------------------
+# shared reading helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _check_values(table, idx, values, kind, *, k=None):
+    """One-line error on the first value of column ``idx`` that is not a valid ``kind``."""
+    import numpy as np
+
+    if kind == "report":
+        bad = ~np.isfinite(values)
+        why = "report is {v}"
+    elif kind == "epsilon":
+        bad = ~(np.isfinite(values) & (values > 0))
+        why = "epsilon must be finite and > 0, got {v}"
+    elif kind == "variance":
+        bad = ~(np.isfinite(values) & (values > 0))
+        why = "noise variances must be finite and > 0, got {v}"
+    elif kind == "count":
+        bad = ~(np.isfinite(values) & (values >= 0))
+        why = "count must be finite and >= 0, got {v}"
+    elif kind == "bit":
+        bad = (values != 0) & (values != 1)
+        why = "bits must be 0 or 1, got {v}"
+    elif kind == "label":
+        bad = (values != 0) & (values != 1)
+        why = "labels must be 0 or 1, got {v}"
+    elif kind == "category":
+        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < 0) | (values >= k)
+        why = f"category ids must be integers in 0..{k - 1}" + " (--k {k}), got {v}"
+        why = why.replace("{k}", str(k))
+    else:  # pragma: no cover
+        raise ValueError(kind)
+    if bad.any():
+        row = int(np.argmax(bad))
+        more = f" ({int(bad.sum())} bad values in total)" if bad.sum() > 1 else ""
+        msg = why.format(v=_fmt(values[row]))
+        raise InputError(
+            f"{table.display}: data row {row + 1}: {msg} in column {table.label(idx)}{more}"
+        )
+
+
+def _add_epsilon_args(g, *, required=True):
+    eps = g.add_mutually_exclusive_group(required=required)
+    eps.add_argument(
+        "--epsilon", type=positive_float, metavar="E", help="privacy budget ε > 0 of every report"
+    )
+    eps.add_argument(
+        "--epsilon-column",
+        metavar="NAME_OR_INDEX",
+        help="column of per-report budgets ε > 0 (personalised privacy)",
+    )
+
+
+def _read_epsilon(table, args, used):
+    """(epsilon: float or array, its description, its column index or None)."""
+    import numpy as np
+
+    if getattr(args, "epsilon_column", None) is None:
+        eps = getattr(args, "epsilon", None)
+        return eps, ("" if eps is None else f"epsilon={_fmt(eps)}"), None
+    idx = table.resolve(args.epsilon_column, "epsilon column")
+    if idx in used:
+        raise InputError(
+            f"--epsilon-column {args.epsilon_column}: column {table.label(idx)} is also read "
+            "as reports"
+        )
+    (eps,) = table.read([idx])
+    _check_values(table, idx, eps, "epsilon")
+    desc = (
+        f"epsilon from column {table.label(idx)} (min {_fmt(np.min(eps))}, max {_fmt(np.max(eps))})"
+    )
+    return eps, desc, idx
+
+
+def _reserved(table, args, *names):
+    """Column indices named by the options ``names`` (epsilon, counts ...) that are set."""
+    out = set()
+    for name in names:
+        spec = getattr(args, name, None)
+        if spec is not None:
+            out.add(table.resolve(spec, name.replace("_", " ")))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# data kinds
+# --------------------------------------------------------------------------------------------
+
+
+def _scalar_args(g):
+    g.add_argument(
+        "--column",
+        metavar="NAME_OR_INDEX",
+        default=None,
+        help="column of reports: header name or 0-based index (default: the first column "
+        "that no other option uses)",
+    )
+    _add_epsilon_args(g)
+
+
+def _scalar_read(table, args):
+    idx = _pick_column(table, args.column, _reserved(table, args, "epsilon_column"), "reports")
+    (z,) = table.read([idx])
+    _check_values(table, idx, z, "report")
+    if len(z) < 2:
+        raise InputError(f"{table.display}: only {len(z)} report, need at least 2")
+    eps, eps_desc, eps_idx = _read_epsilon(table, args, {idx})
+    note = None
+    if args.column is None and table.n_columns > 1 + (eps_idx is not None):
+        note = (
+            f"{table.display} has {table.n_columns} columns; the reports are taken from column "
+            f"{table.label(idx)} (choose another with --column)"
+        )
+    return dict(
+        z=z,
+        epsilon=eps,
+        epsilon_desc=eps_desc,
+        read=f"Read {len(z)} reports from {table.display} (column {table.label(idx)}).",
+        note=note,
+    )
+
+
+#: one numeric report per row (clipped Laplace families; noisy counts later)
+SCALAR = DataKind(_scalar_args, _scalar_read)
+
+
+def _counts_arg(g):
+    g.add_argument(
+        "--counts-column",
+        metavar="NAME_OR_INDEX",
+        default=None,
+        help="column of multiplicities: each row is a report pattern seen this many times "
+        "(default: every row is one report)",
+    )
+
+
+def _pick_column(table, spec, reserved, what):
+    """Column ``spec``, or the first column no other option uses."""
+    if spec is not None:
+        return table.resolve(spec)
+    free = table.unused(reserved)
+    if not free:
+        raise InputError(f"{table.display}: no column left for the {what}")
+    return free[0]
+
+
+def _grouped(table, args, values, used):
+    """Frequency reports ``values`` (N, k) with their counts and budgets, identical
+    (report, epsilon) rows grouped: the likelihood is the same, the work per distinct row."""
+    import numpy as np
+
+    counts, _ = _read_counts(table, args, len(values))
+    eps, eps_desc, _ = _read_epsilon(table, args, used)
+    k = values.shape[1]
+    rows = values if np.ndim(eps) == 0 else np.column_stack([values, eps])
+    rows, counts = _compress(rows, counts)
+    return dict(
+        z=rows[:, :k],
+        epsilon=eps if np.ndim(eps) == 0 else rows[:, k],
+        epsilon_desc=eps_desc,
+        counts=counts,
+    )
+
+
+def _compress(rows, counts):
+    """Group identical rows (pattern [+ epsilon]) and add their counts."""
+    import numpy as np
+
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    summed = np.bincount(inverse.ravel(), weights=counts, minlength=len(uniq))
+    keep = summed > 0
+    return uniq[keep], summed[keep]
+
+
+def _read_counts(table, args, n):
+    import numpy as np
+
+    if args.counts_column is None:
+        return np.ones(n), None
+    idx = table.resolve(args.counts_column, "counts column")
+    (c,) = table.read([idx])
+    _check_values(table, idx, c, "count")
+    if c.sum() <= 0:
+        raise InputError(f"{table.display}: the counts in column {table.label(idx)} sum to 0")
+    return c, idx
+
+
+def _bits_args(g):
+    g.add_argument(
+        "--columns",
+        type=column_list,
+        metavar="A,B,...",
+        default=None,
+        help="the k bit columns (0/1), names or 0-based indices separated by commas "
+        "(default: every column no other option uses)",
+    )
+    _counts_arg(g)
+    g.add_argument(
+        "--epsilon-column",
+        metavar="NAME_OR_INDEX",
+        default=None,
+        help="column of per-report budgets ε > 0 (instead of --epsilon; OUE and SUE only)",
+    )
+
+
+def _bits_read(table, args):
+    import numpy as np
+
+    reserved = _reserved(table, args, "epsilon_column", "counts_column")
+    if args.columns is None:
+        idx = table.unused(reserved)
+    else:
+        idx = [table.resolve(c) for c in args.columns]
+        both = reserved.intersection(idx)
+        if both:
+            raise InputError(
+                f"--columns: column {table.label(min(both))} is also the counts or epsilon column"
+            )
+    if len(idx) < 2:
+        raise InputError(
+            f"{table.display}: {len(idx)} bit column(s); a unary-encoding report has k >= 2 bits"
+        )
+    bits = np.column_stack(table.read(idx))
+    for j, i in enumerate(idx):
+        _check_values(table, i, bits[:, j], "bit")
+    out = _grouped(table, args, bits, set(idx))
+    counts, k = out["counts"], len(idx)
+    return dict(
+        out,
+        z=out["z"].astype(np.int8),
+        items=[table.names[i] if table.names else str(i) for i in idx],
+        read=(
+            f"Read {_fmt(counts.sum())} reports of k = {k} bits from {table.display} "
+            f"({len(counts)} distinct patterns)."
+        ),
+    )
+
+
+#: unary-encoding reports: k 0/1 columns per row (optionally with a count per pattern)
+BITS = DataKind(_bits_args, _bits_read)
+
+
+def _category_args(g):
+    g.add_argument(
+        "--column",
+        metavar="NAME_OR_INDEX",
+        default=None,
+        help="column of reported category ids 0..k-1 (default: the first column no other "
+        "option uses)",
+    )
+    _counts_arg(g)
+    _add_epsilon_args(g)
+
+
+def _category_read(table, args):
+    import numpy as np
+
+    reserved = _reserved(table, args, "epsilon_column", "counts_column")
+    idx = _pick_column(table, args.column, reserved, "category ids")
+    (y,) = table.read([idx])
+    _check_values(table, idx, y, "category", k=args.k)
+    out = _grouped(table, args, y[:, None], {idx})
+    counts = out["counts"]
+    return dict(
+        out,
+        z=out["z"][:, 0].astype(np.int64),
+        items=[str(i) for i in range(args.k)],
+        read=(
+            f"Read {_fmt(counts.sum())} reports (category ids 0..{args.k - 1}) from "
+            f"{table.display} (column {table.label(idx)})."
+        ),
+    )
+
+
+#: k-ary randomized response: one category id per row
+CATEGORIES = DataKind(_category_args, _category_read)
+
+
+def _regression_args(g):
+    g.add_argument(
+        "--x-columns",
+        type=column_list,
+        metavar="A,B,...",
+        default=None,
+        help="the d noisy feature columns (default: every column except the response)",
+    )
+    g.add_argument(
+        "--y-column",
+        metavar="NAME_OR_INDEX",
+        default=None,
+        help="the noisy response (linear) or reported label 0/1 (logistic) (default: the "
+        "last column)",
+    )
+
+
+def _regression_read(table, args, *, labels):
+    import numpy as np
+
+    y_idx = table.n_columns - 1 if args.y_column is None else table.resolve(args.y_column)
+    if args.x_columns is None:
+        x_idx = [i for i in range(table.n_columns) if i != y_idx]
+    else:
+        x_idx = [table.resolve(c) for c in args.x_columns]
+        if y_idx in x_idx:
+            raise InputError(
+                f"--x-columns: column {table.label(y_idx)} is also the response column"
+            )
+    if not x_idx:
+        raise InputError(f"{table.display}: one column; need d >= 1 feature columns and a response")
+    cols = table.read([*x_idx, y_idx])
+    for i, c in zip(x_idx, cols, strict=False):
+        _check_values(table, i, c, "report")
+    _check_values(table, y_idx, cols[-1], "label" if labels else "report")
+    z = np.column_stack(cols)
+    if len(z) < 2:
+        raise InputError(f"{table.display}: only {len(z)} report, need at least 2")
+    features = [table.names[i] if table.names else f"x{i}" for i in x_idx]
+    return dict(
+        z=z,
+        features=features,
+        read=(
+            f"Read {len(z)} reports of d = {len(x_idx)} features from {table.display} "
+            f"(response column {table.label(y_idx)})."
+        ),
+    )
+
+
+LINREG_DATA = DataKind(_regression_args, lambda t, a: _regression_read(t, a, labels=False))
+LOGREG_DATA = DataKind(_regression_args, lambda t, a: _regression_read(t, a, labels=True))
+
+
+def _statistics_args(g):
+    g.add_argument(
+        "--column",
+        metavar="NAME_OR_INDEX",
+        default=None,
+        help="column holding the m released statistics, one per row, in the layout of "
+        "pymc_dpnoise.mechanisms.sufficient_statistics (default: the first column)",
+    )
+    g.add_argument(
+        "--noise-var-column",
+        metavar="NAME_OR_INDEX",
+        default=None,
+        help="column of the total noise variance of each statistic (instead of --noise-sd "
+        "or --epsilon/--delta)",
+    )
+
+
+def _statistics_read(table, args):
+    import numpy as np
+
+    from ..math.sufficient import stat_dim
+
+    reserved = _reserved(table, args, "noise_var_column")
+    idx = _pick_column(table, args.column, reserved, "statistics")
+    (z,) = table.read([idx])
+    _check_values(table, idx, z, "report")
+    m = len(z)
+    d = next((d for d in range(1, 200) if stat_dim(args.glm, d) == m), None)
+    if d is None:
+        raise InputError(
+            f"{table.display}: {m} statistics is not a valid size for glm={args.glm} "
+            f"(d = 1, 2, 3 need {', '.join(str(stat_dim(args.glm, k)) for k in (1, 2, 3))})"
+        )
+    if args.noise_var_column is not None:
+        vi = table.resolve(args.noise_var_column, "noise variance column")
+        (var,) = table.read([vi])
+        _check_values(table, vi, var, "variance")
+        noise_desc = f"noise variances from column {table.label(vi)}"
+    else:
+        sigma = _ss_sigma(args)
+        var = np.full(m, sigma**2 * (args.n if args.local else 1.0))
+        noise_desc = f"noise sd {_fmt(sigma)} per {'record' if args.local else 'release'}"
+    return dict(
+        z=z,
+        d=d,
+        noise_cov=np.diag(var),
+        noise_desc=noise_desc,
+        read=f"Read m = {m} statistics (d = {d}) from {table.display} (column {table.label(idx)}).",
+    )
+
+
+STATISTICS = DataKind(_statistics_args, _statistics_read)
+
+
+# --------------------------------------------------------------------------------------------
+# clipped Laplace families
+# --------------------------------------------------------------------------------------------
+
+
+def _clipped_normal_args(g):
+    g.add_argument("--lower", type=finite_float, required=True, help="lower clipping bound")
+    g.add_argument("--upper", type=finite_float, required=True, help="upper clipping bound")
+    g.add_argument(
+        "--mu-prior",
+        nargs=2,
+        type=finite_float,
+        metavar=("MEAN", "SD"),
+        default=None,
+        help="mu ~ Normal(MEAN, SD) (default: bound-scaled, see above)",
+    )
+    g.add_argument(
+        "--sigma-prior",
+        nargs=2,
+        type=positive_float,
+        metavar=("ALPHA", "BETA"),
+        default=None,
+        help="sigma ~ Gamma(shape ALPHA, rate BETA) (default: bound-scaled, see above)",
+    )
+
+
+def _check_scale(width, args):
+    import math
+
+    eps = getattr(args, "epsilon", None)
+    if not math.isfinite(width):
+        raise InputError("the bounds are too far apart: upper - lower overflows")
+    if eps is not None and not math.isfinite(width / eps):
+        raise InputError(
+            f"--epsilon {_fmt(eps)} is too small: the Laplace scale {_fmt(width)} / epsilon "
+            "overflows"
+        )
+
+
+def _clipped_normal_check(args):
+    if not args.lower < args.upper:
+        raise InputError(
+            f"--lower ({_fmt(args.lower)}) must be smaller than --upper ({_fmt(args.upper)})"
+        )
+    _check_scale(args.upper - args.lower, args)
+    if args.mu_prior and args.mu_prior[1] <= 0:
+        raise InputError(f"--mu-prior: SD must be > 0, got {_fmt(args.mu_prior[1])}")
+
+
+def _clipped_normal_build(args, data):
+    import pymc as pm
+
+    from ..distributions import LaplacePerturbedClippedNormal
+
+    h = (args.upper - args.lower) / 2
+    m0, s0 = args.mu_prior or ((args.lower + args.upper) / 2, h)
+    a, b = args.sigma_prior or (2.0, 2.0 / h)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", m0, s0)
+        sigma = pm.Gamma("sigma", alpha=a, beta=b)
+        LaplacePerturbedClippedNormal(
+            "z", mu, sigma, args.lower, args.upper, data["epsilon"], observed=data["z"]
+        )
+    return Built(
+        model,
+        f"z ~ LaplacePerturbedClippedNormal(mu, sigma, lower={_fmt(args.lower)}, "
+        f"upper={_fmt(args.upper)}, {data['epsilon_desc']})",
+        f"mu ~ Normal({_fmt(m0)}, {_fmt(s0)}), sigma ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
+        ["mu", "sigma"],
+    )
+
+
+def _clipped_exponential_args(g):
+    g.add_argument(
+        "--upper", type=finite_float, required=True, help="upper clipping bound (> 0; lower is 0)"
+    )
+    g.add_argument(
+        "--lam-prior",
+        nargs=2,
+        type=positive_float,
+        metavar=("ALPHA", "BETA"),
+        default=None,
+        help="lam ~ Gamma(shape ALPHA, rate BETA) (default: bound-scaled, see above)",
+    )
+
+
+def _clipped_exponential_check(args):
+    if args.upper <= 0:
+        raise InputError(f"--upper must be > 0 for clipped-exponential, got {_fmt(args.upper)}")
+    _check_scale(args.upper, args)
+
+
+def _clipped_exponential_build(args, data):
+    import pymc as pm
+
+    from ..distributions import LaplacePerturbedClippedExponential
+
+    a, b = args.lam_prior or (2.0, args.upper / 2)
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", alpha=a, beta=b)
+        LaplacePerturbedClippedExponential(
+            "z", lam, args.upper, data["epsilon"], observed=data["z"]
+        )
+    return Built(
+        model,
+        f"z ~ LaplacePerturbedClippedExponential(lam, upper={_fmt(args.upper)}, "
+        f"{data['epsilon_desc']})",
+        f"lam ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
+        ["lam"],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# frequency oracles
+# --------------------------------------------------------------------------------------------
+
+
+def _alpha_arg(g):
+    g.add_argument(
+        "--alpha",
+        type=positive_float,
+        default=1.0,
+        help="theta ~ Dirichlet(alpha, ..., alpha): the prior on the k item probabilities",
+    )
+
+
+def _epsilon_only_args(g):
+    g.add_argument(
+        "--epsilon", type=positive_float, metavar="E", help="privacy budget ε > 0 of every report"
+    )
+    _alpha_arg(g)
+
+
+def _need_epsilon(args):
+    if (args.epsilon is None) == (args.epsilon_column is None):
+        raise InputError("give one of --epsilon or --epsilon-column")
+    if args.epsilon is not None and args.epsilon > 700:
+        raise InputError(
+            f"--epsilon must be <= 700 (e^epsilon overflows), got {_fmt(args.epsilon)}"
+        )
+
+
+def _frequency_build(cls_name, extra_desc=""):
+    def build(args, data):
+        import pymc as pm
+
+        from .. import distributions
+
+        cls = getattr(distributions, cls_name)
+        k = len(data["items"])
+        with pm.Model(coords={"item": data["items"]}) as model:
+            theta = pm.Dirichlet("theta", [args.alpha] * k, dims="item")
+            kw = (
+                dict(keep_prob=args.keep_prob, flip_prob=args.flip_prob)
+                if cls_name == "UnaryEncodingLikelihood"
+                else dict(epsilon=data["epsilon"])
+            )
+            cls("z", p=theta, counts=data["counts"], observed=data["z"], **kw)
+        desc = (
+            f"keep_prob={_fmt(args.keep_prob)}, flip_prob={_fmt(args.flip_prob)}"
+            if cls_name == "UnaryEncodingLikelihood"
+            else data["epsilon_desc"]
+        )
+        return Built(
+            model,
+            f"z ~ {cls_name}(theta, {desc}), k = {k}{extra_desc}",
+            f"theta ~ Dirichlet({_fmt(args.alpha)} x {k})",
+            ["theta"],
+        )
+
+    return build
+
+
+def _ue_args(g):
+    g.add_argument(
+        "--keep-prob", type=probability, required=True, help="P(the item's own bit is 1)"
+    )
+    g.add_argument("--flip-prob", type=probability, required=True, help="P(any other bit is 1)")
+    _alpha_arg(g)
+
+
+def _ue_check(args):
+    if args.epsilon_column is not None:
+        raise InputError("--epsilon-column: unary-encoding takes --keep-prob and --flip-prob")
+
+
+def _krr_args(g):
+    g.add_argument("--k", type=int_between(2), required=True, help="number of categories")
+    _alpha_arg(g)
+
+
+def _krr_check(args):
+    if args.epsilon is not None and args.epsilon > 700:
+        raise InputError(
+            f"--epsilon must be <= 700 (e^epsilon overflows), got {_fmt(args.epsilon)}"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# perturbed-input regression and released sufficient statistics
+# --------------------------------------------------------------------------------------------
+
+
+def _regression_prior_args(g, *, theta_sd, tau_sd, sigma_sd=None):
+    g.add_argument(
+        "--theta-sd", type=positive_float, default=theta_sd, help="theta_j ~ Normal(0, THETA_SD)"
+    )
+    g.add_argument(
+        "--tau-sd",
+        type=positive_float,
+        default=tau_sd,
+        help="feature scales tau_j ~ HalfNormal(TAU_SD) (Σ = diag(tau) Ω diag(tau))",
+    )
+    g.add_argument(
+        "--eta", type=positive_float, default=2.0, help="feature correlations Ω ~ LKJ(ETA)"
+    )
+    if sigma_sd is not None:
+        g.add_argument(
+            "--sigma-sd",
+            type=positive_float,
+            default=sigma_sd,
+            help="residual sd sigma ~ HalfNormal(SIGMA_SD)",
+        )
+
+
+def _budget_args(g, *, response):
+    g.add_argument(
+        "--epsilon",
+        type=positive_float,
+        metavar="E",
+        help="total budget ε of each report (with --delta: the noise scales are "
+        "computed as the release did)",
+    )
+    g.add_argument("--delta", type=probability, metavar="D", help="δ of the Gaussian mechanism")
+    g.add_argument(
+        "--R",
+        type=positive_float,
+        default=1.0,
+        dest="R",
+        help="L2 clipping norm of the feature rows (with --epsilon)",
+    )
+    if response:
+        g.add_argument(
+            "--R-y",
+            type=positive_float,
+            default=2.0,
+            dest="R_y",
+            help="clipping bound of the response (with --epsilon)",
+        )
+    g.add_argument(
+        "--c",
+        type=probability,
+        default=0.5,
+        help="share of ε spent on the response or label (with --epsilon)",
+    )
+
+
+def _linreg_args(g):
+    g.add_argument(
+        "--sigma-x", type=positive_float, help="sd of the Gaussian noise on each feature"
+    )
+    g.add_argument(
+        "--sigma-y", type=positive_float, help="sd of the Gaussian noise on the response"
+    )
+    _budget_args(g, response=True)
+    _regression_prior_args(g, theta_sd=2.0, tau_sd=1.0, sigma_sd=1.0)
+
+
+def _logreg_args(g):
+    g.add_argument(
+        "--sigma-x", type=positive_float, help="sd of the Gaussian noise on each feature"
+    )
+    g.add_argument(
+        "--epsilon-y", type=positive_float, help="budget of the randomized response on the label"
+    )
+    _budget_args(g, response=False)
+    g.add_argument(
+        "--approximation",
+        choices=("quadrature", "chebyshev"),
+        default="quadrature",
+        help="how E[sigmoid] is computed (see PerturbedLogReg)",
+    )
+    _regression_prior_args(g, theta_sd=2.0, tau_sd=1.0)
+
+
+def _noise_check(args, direct: tuple[str, ...]):
+    given = [getattr(args, n) is not None for n in direct]
+    budget = args.epsilon is not None or args.delta is not None
+    opts = " and ".join("--" + n.replace("_", "-") for n in direct)
+    if any(given) and budget:
+        raise InputError(f"give either {opts}, or --epsilon and --delta, not both")
+    if budget and (args.epsilon is None or args.delta is None):
+        raise InputError("--epsilon and --delta go together")
+    if not budget and not all(given):
+        raise InputError(f"give the noise scales ({opts}) or the budget (--epsilon and --delta)")
+
+
+def _linreg_check(args):
+    _noise_check(args, ("sigma_x", "sigma_y"))
+
+
+def _logreg_check(args):
+    _noise_check(args, ("sigma_x", "epsilon_y"))
+
+
+def _linreg_noise(args):
+    if args.sigma_x is not None:
+        return args.sigma_x, args.sigma_y, "given"
+    from ..mechanisms.core import analytic_gaussian_sigma
+    from ..mechanisms.regression import split_epsilon
+
+    eps_x, eps_y = split_epsilon(args.epsilon, args.c)
+    sx = float(analytic_gaussian_sigma(eps_x, 0.5 * args.delta, 2.0 * args.R))
+    sy = float(analytic_gaussian_sigma(eps_y, 0.5 * args.delta, 2.0 * args.R_y))
+    return sx, sy, "from epsilon, delta as perturb_linreg"
+
+
+def _logreg_noise(args):
+    if args.sigma_x is not None:
+        return args.sigma_x, args.epsilon_y, "given"
+    from ..mechanisms.core import analytic_gaussian_sigma
+    from ..mechanisms.regression import split_epsilon
+
+    eps_x, eps_y = split_epsilon(args.epsilon, args.c)
+    sx = float(analytic_gaussian_sigma(eps_x, args.delta, 2.0 * args.R))
+    return sx, eps_y, "from epsilon, delta as perturb_logreg"
+
+
+def _feature_cov(args, d):
+    """theta and Σ priors shared by the regression models; returns (theta, cov, text)."""
+    import pymc as pm
+
+    from ..priors import scaled_lkj_cov
+
+    theta = pm.Normal("theta", 0.0, args.theta_sd, dims="feature")
+    if d >= 2:
+        chol, _, _ = scaled_lkj_cov("cov", d, eta=args.eta, tau_sigma=args.tau_sd, dims="feature")
+        cov = chol @ chol.T
+        text = f"Σ = diag(tau) Ω diag(tau), tau_j ~ HalfNormal({_fmt(args.tau_sd)}), Ω ~ LKJ({_fmt(args.eta)})"
+    else:
+        tau = pm.HalfNormal("cov_tau", args.tau_sd, dims="feature")
+        cov = (tau * tau)[:, None]
+        text = f"Σ = tau², tau ~ HalfNormal({_fmt(args.tau_sd)})"
+    return theta, cov, f"theta_j ~ Normal(0, {_fmt(args.theta_sd)}), {text}"
+
+
+def _linreg_build(args, data):
+    import pymc as pm
+
+    from ..distributions import PerturbedLinReg
+
+    sx, sy, how = _linreg_noise(args)
+    with pm.Model(coords={"feature": data["features"]}) as model:
+        theta, cov, text = _feature_cov(args, len(data["features"]))
+        sigma = pm.HalfNormal("sigma", args.sigma_sd)
+        PerturbedLinReg(
+            "z", theta=theta, sigma=sigma, cov=cov, sigma_x=sx, sigma_y=sy, observed=data["z"]
+        )
+    return Built(
+        model,
+        f"z ~ PerturbedLinReg(theta, sigma, Σ, sigma_x={_fmt(sx)}, sigma_y={_fmt(sy)} ({how}))",
+        f"{text}, sigma ~ HalfNormal({_fmt(args.sigma_sd)})",
+        ["theta", "sigma", "cov_tau"],
+    )
+
+
+def _logreg_build(args, data):
+    import pymc as pm
+
+    from ..distributions import PerturbedLogReg
+
+    sx, ey, how = _logreg_noise(args)
+    with pm.Model(coords={"feature": data["features"]}) as model:
+        theta, cov, text = _feature_cov(args, len(data["features"]))
+        PerturbedLogReg(
+            "z",
+            theta=theta,
+            cov=cov,
+            sigma_x=sx,
+            epsilon_y=ey,
+            approximation=args.approximation,
+            observed=data["z"],
+        )
+    return Built(
+        model,
+        f"z ~ PerturbedLogReg(theta, Σ, sigma_x={_fmt(sx)}, epsilon_y={_fmt(ey)} ({how}), "
+        f"{args.approximation})",
+        text,
+        ["theta", "cov_tau"],
+    )
+
+
+def _order(text):
+    if text == "quadrature":
+        return text
+    return int_between(1)(text)
+
+
+def _ss_args(g):
+    g.add_argument(
+        "--glm",
+        choices=("linear", "logistic", "poisson"),
+        required=True,
+        help="the GLM whose statistics were released",
+    )
+    g.add_argument("--n", type=int_between(1), required=True, help="number of records")
+    g.add_argument(
+        "--noise-sd",
+        type=positive_float,
+        help="sd σ of the Gaussian noise on each statistic (per release, or per "
+        "record with --local)",
+    )
+    g.add_argument(
+        "--epsilon",
+        type=positive_float,
+        metavar="E",
+        help="budget of the release (with --delta: σ as release_sufficient_statistics computes it)",
+    )
+    g.add_argument("--delta", type=probability, metavar="D", help="δ of the release")
+    g.add_argument(
+        "--R",
+        type=positive_float,
+        default=1.0,
+        dest="R",
+        help="L2 clipping norm of the feature rows (with --epsilon)",
+    )
+    g.add_argument(
+        "--Ry",
+        type=positive_float,
+        default=1.0,
+        dest="Ry",
+        help="clipping bound of the response (with --epsilon)",
+    )
+    g.add_argument(
+        "--local",
+        action="store_true",
+        help="every record added its own noise (local DP): total variance n σ²",
+    )
+    g.add_argument(
+        "--order",
+        type=_order,
+        default="quadrature",
+        help="logistic: odd Taylor order or 'quadrature'",
+    )
+    _regression_prior_args(g, theta_sd=2.5, tau_sd=2.5, sigma_sd=2.0)
+
+
+def _ss_check(args):
+    n_given = sum(x is not None for x in (args.noise_sd, args.noise_var_column))
+    budget = args.epsilon is not None or args.delta is not None
+    if n_given + budget != 1:
+        raise InputError(
+            "give exactly one of --noise-sd, --noise-var-column, or --epsilon with --delta"
+        )
+    if budget and (args.epsilon is None or args.delta is None):
+        raise InputError("--epsilon and --delta go together")
+    if args.glm == "logistic" and args.order != "quadrature" and args.order % 2 == 0:
+        raise InputError(f"--order must be odd or 'quadrature', got {args.order}")
+
+
+def _ss_sigma(args):
+    if args.noise_sd is not None:
+        return args.noise_sd
+    from ..mechanisms.core import analytic_gaussian_sigma
+    from ..mechanisms.sufficient import ss_sensitivity
+
+    return float(
+        analytic_gaussian_sigma(args.epsilon, args.delta, ss_sensitivity(args.glm, args.R, args.Ry))
+    )
+
+
+def _ss_build(args, data):
+    import pymc as pm
+
+    from ..distributions import SSNormalApprox
+
+    d = data["d"]
+    kw = {}
+    with pm.Model(coords={"feature": [f"x{j}" for j in range(d)]}) as model:
+        theta, cov, text = _feature_cov(args, d)
+        params = ["theta", "cov_tau"]
+        if args.glm == "linear":
+            kw["sigma"] = pm.HalfNormal("sigma", args.sigma_sd)
+            text += f", sigma ~ HalfNormal({_fmt(args.sigma_sd)})"
+            params.insert(1, "sigma")
+        if args.glm == "logistic":
+            kw["order"] = args.order
+        SSNormalApprox(
+            "z", theta, cov, float(args.n), data["noise_cov"], args.glm, observed=data["z"], **kw
+        )
+    return Built(
+        model,
+        f"z ~ SSNormalApprox(theta, Σ, n={args.n}, glm={args.glm}, {data['noise_desc']})",
+        text,
+        params,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# the registry
+# --------------------------------------------------------------------------------------------
+
+_FREQ_PRIOR = """
+
+    Default prior: theta ~ Dirichlet(1, ..., 1) (uniform on the simplex; --alpha).
+    Identical reports are grouped (counts), so the cost grows with the number of distinct
+    patterns, not of reports."""
+
+_REG_PRIOR = """
+
+    Default priors (the package's SBC-checked ones): theta_j ~ Normal(0, 2); the feature
+    covariance Σ = diag(tau) Ω diag(tau) with tau_j ~ HalfNormal(1), Ω ~ LKJ(2)"""
+
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in [
+        ModelSpec(
+            name="clipped-normal",
+            distribution="LaplacePerturbedClippedNormal",
+            summary="reports of Normal values clipped to [lower, upper] plus Laplace noise",
+            description=_doc(
+                """\
+            Model: x_i ~ Normal(mu, sigma); each report is
+              z_i = clip(x_i, lower, upper) + Laplace(0, (upper - lower) / epsilon_i)
+            fitted with pymc_dpnoise.LaplacePerturbedClippedNormal (x_i marginalised).
+
+            Default priors, scaled to the bounds (h = (upper - lower) / 2):
+              mu    ~ Normal((lower + upper) / 2, h)
+              sigma ~ Gamma(alpha=2, beta=2 / h)      (prior mean h)
+            e.g. for [-5, 5]: mu ~ Normal(0, 5), sigma ~ Gamma(2, 0.4).""",
+            ),
+            data=SCALAR,
+            add_model_args=_clipped_normal_args,
+            check=_clipped_normal_check,
+            build=_clipped_normal_build,
+        ),
+        ModelSpec(
+            name="clipped-exponential",
+            distribution="LaplacePerturbedClippedExponential",
+            summary="reports of Exponential values clipped to [0, upper] plus Laplace noise",
+            description=_doc(
+                """\
+            Model: x_i ~ Exponential(rate lam); each report is
+              z_i = min(x_i, upper) + Laplace(0, upper / epsilon_i)
+            fitted with pymc_dpnoise.LaplacePerturbedClippedExponential (x_i marginalised).
+
+            Default prior, scaled to the bound:
+              lam ~ Gamma(alpha=2, beta=upper / 2)     (prior mean of lam: 4 / upper)
+            e.g. for upper = 5: lam ~ Gamma(2, 2.5).""",
+            ),
+            data=SCALAR,
+            add_model_args=_clipped_exponential_args,
+            check=_clipped_exponential_check,
+            build=_clipped_exponential_build,
+        ),
+        ModelSpec(
+            name="oue",
+            distribution="OUELikelihood",
+            summary="histogram from optimal-unary-encoding reports (k bits each)",
+            description=_doc(
+                """\
+            Each person holds an item out of k (item ~ Categorical(theta)), one-hot encodes it
+            and reports every bit by randomized response: own bit 1 w.p. 1/2, others 1 w.p.
+            1 / (1 + e^epsilon) (OUE).  Fitted with pymc_dpnoise.OUELikelihood.
+            The file holds one report per row as k 0/1 columns (or one row per distinct
+            pattern with --counts-column).""",
+                _FREQ_PRIOR,
+            ),
+            data=BITS,
+            add_model_args=_epsilon_only_args,
+            check=_need_epsilon,
+            build=_frequency_build("OUELikelihood"),
+        ),
+        ModelSpec(
+            name="sue",
+            distribution="SUELikelihood",
+            summary="histogram from symmetric-unary-encoding (basic RAPPOR) reports",
+            description=_doc(
+                """\
+            Like oue, but every bit is kept w.p. e^(epsilon/2) / (1 + e^(epsilon/2)) and
+            flipped otherwise (SUE, basic one-time RAPPOR).  Fitted with
+            pymc_dpnoise.SUELikelihood.  File layout as for oue.""",
+                _FREQ_PRIOR,
+            ),
+            data=BITS,
+            add_model_args=_epsilon_only_args,
+            check=_need_epsilon,
+            build=_frequency_build("SUELikelihood"),
+        ),
+        ModelSpec(
+            name="unary-encoding",
+            distribution="UnaryEncodingLikelihood",
+            summary="histogram from unary-encoding reports with any keep/flip probabilities",
+            description=_doc(
+                """\
+            Unary encoding with the item's own bit reported as 1 w.p. --keep-prob and every
+            other bit w.p. --flip-prob.  Fitted with pymc_dpnoise.UnaryEncodingLikelihood.
+            File layout as for oue.""",
+                _FREQ_PRIOR,
+            ),
+            data=BITS,
+            add_model_args=_ue_args,
+            check=_ue_check,
+            build=_frequency_build("UnaryEncodingLikelihood"),
+        ),
+        ModelSpec(
+            name="krr",
+            distribution="KRRLikelihood",
+            summary="histogram from k-ary randomized-response reports (category ids)",
+            description=_doc(
+                """\
+            Each person reports their item (0..k-1) w.p. e^epsilon / (e^epsilon + k - 1) and
+            another item uniformly otherwise (k-RR, direct encoding).  Fitted with
+            pymc_dpnoise.KRRLikelihood.  The file holds one category id per row (or one row
+            per id with --counts-column).""",
+                _FREQ_PRIOR,
+            ),
+            data=CATEGORIES,
+            add_model_args=_krr_args,
+            check=_krr_check,
+            build=_frequency_build("KRRLikelihood"),
+        ),
+        ModelSpec(
+            name="linreg",
+            distribution="PerturbedLinReg",
+            summary="linear regression on Gaussian-perturbed features and responses",
+            description=_doc(
+                """\
+            Each person holds x ~ N(0, Σ), y = theta'x + N(0, sigma²) and reports
+            x + N(0, sigma_x² I) and y + N(0, sigma_y²).  Fitted with
+            pymc_dpnoise.PerturbedLinReg.  Give the noise scales (--sigma-x, --sigma-y) or
+            the release's budget (--epsilon, --delta, and --R, --R-y, --c as in
+            pymc_dpnoise.mechanisms.perturb_linreg).""",
+                _REG_PRIOR,
+                ", sigma ~ HalfNormal(1).",
+            ),
+            data=LINREG_DATA,
+            add_model_args=_linreg_args,
+            check=_linreg_check,
+            build=_linreg_build,
+        ),
+        ModelSpec(
+            name="logreg",
+            distribution="PerturbedLogReg",
+            summary="logistic regression on perturbed features and randomized-response labels",
+            description=_doc(
+                """\
+            Each person holds x ~ N(0, Σ), y ~ Bernoulli(sigmoid(theta'x)) and reports
+            x + N(0, sigma_x² I) and y through randomized response with budget epsilon_y.
+            Fitted with pymc_dpnoise.PerturbedLogReg.  Give --sigma-x and --epsilon-y, or
+            the release's budget (--epsilon, --delta, --R, --c as in
+            pymc_dpnoise.mechanisms.perturb_logreg).  The label column holds 0/1.""",
+                _REG_PRIOR,
+                ".",
+            ),
+            data=LOGREG_DATA,
+            add_model_args=_logreg_args,
+            check=_logreg_check,
+            build=_logreg_build,
+        ),
+        ModelSpec(
+            name="ss-normal",
+            distribution="SSNormalApprox",
+            summary="GLM from released noisy sufficient statistics (normal approximation)",
+            description=_doc(
+                """\
+            A data holder released the sum of per-record sufficient statistics of a linear,
+            logistic or Poisson GLM plus Gaussian noise (central DP, or --local for one
+            release per record).  Fitted with pymc_dpnoise.SSNormalApprox.  The file holds
+            the m statistics in one column (layout of
+            pymc_dpnoise.mechanisms.sufficient_statistics; d is inferred from m).
+
+            Default priors (the GLM experiments'): theta_j ~ Normal(0, 2.5); Σ = diag(tau) Ω
+            diag(tau), tau_j ~ HalfNormal(2.5), Ω ~ LKJ(2); linear: sigma ~ HalfNormal(2).""",
+            ),
+            data=STATISTICS,
+            add_model_args=_ss_args,
+            check=_ss_check,
+            build=_ss_build,
+            metavar="STATISTICS",
+            what="file of released statistics, one per row",
+        ),
+    ]
+}
