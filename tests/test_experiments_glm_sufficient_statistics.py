@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pymc_dpnoise import experiments_glm as eg
+from pymc_dpnoise.experiments import glm_sufficient_statistics as eg
 
 # --------------------------------------------------------------------------------------------
 # Data preparation

@@ -26,8 +26,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from .diagnostics import ecdf_distance, sample_compiled
-from .mechanisms.frequency import (
+from ..diagnostics import ecdf_distance, sample_compiled
+from ..mechanisms.frequency import (
     clip_normalize,
     krr_perturb,
     oue_estimate,
@@ -115,7 +115,7 @@ def build_oue_model(k: int, alpha: float = 1.0, epsilon: float = 1.0):
     """
     import pymc as pm
 
-    from .distributions import OUELikelihood
+    from ..distributions import OUELikelihood
 
     patterns = unary_patterns(k)
     with pm.Model() as model:
@@ -335,7 +335,7 @@ def kosarak_records(n_items: int = 10, top: int = 200, seed: int = 0):
     their click order.  Returns ``(pages, records)``: the page ids (in sampled order; record
     value ``j`` means ``pages[j]``) and an int64 array of item indices, one per user.
     """
-    from .datasets import kosarak_item_counts, load_kosarak
+    from ..datasets import kosarak_item_counts, load_kosarak
 
     counts = kosarak_item_counts()
     rng = np.random.default_rng(seed)
@@ -469,7 +469,7 @@ def build_group_model(k, epsilons, mechanisms, *, kappa_prior=(2.0, 0.05)):
     import pymc as pm
     import pytensor.tensor as pt
 
-    from .distributions import KRRLikelihood, OUELikelihood
+    from ..distributions import KRRLikelihood, OUELikelihood
 
     mechanisms = list(mechanisms)
     G = len(mechanisms)

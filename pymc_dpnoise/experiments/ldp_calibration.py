@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .diagnostics import (
+from ..diagnostics import (
     DEFAULT_LEVELS,
     ClippedExponentialSBC,
     ClippedNormalSBC,

@@ -43,12 +43,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from .baselines.sufficient import dp_sgld
-from .datasets import load_adult, load_pima, load_wine
-from .diagnostics import sample_compiled
-from .experiments_regression import lkj_corr_draw
-from .math.sufficient import stat_dim
-from .mechanisms.sufficient import clip_rows, release_sufficient_statistics
+from ..baselines.sufficient import dp_sgld
+from ..datasets import load_adult, load_pima, load_wine
+from ..diagnostics import sample_compiled
+from ..experiments_regression import lkj_corr_draw
+from ..math.sufficient import stat_dim
+from ..mechanisms.sufficient import clip_rows, release_sufficient_statistics
 
 __all__ = [
     "ADULT_FEATURES",
@@ -264,8 +264,8 @@ def build_ss_model(glm, d, *, order="quadrature", prior_sd=PRIOR_SD, tau_sd=TAU_
     """Noise-aware model; data ``z``, ``noise_cov``, ``n`` are ``pm.Data`` (swap with_data)."""
     import pymc as pm
 
-    from .distributions.sufficient import SSNormalApprox
-    from .priors import scaled_lkj_cov
+    from ..distributions.sufficient import SSNormalApprox
+    from ..priors import scaled_lkj_cov
 
     m = stat_dim(glm, d)
     with pm.Model() as model:
@@ -554,7 +554,7 @@ def _ldp_split(kind, rng, S):
 
 
 def _ldp_sgd_fit(split, eps, rng, gc, lr):
-    from .baselines.regression import ldp_sgd
+    from ..baselines.regression import ldp_sgd
 
     Xtr, ytr, _, _, glm, _, metric, _, _ = split
     if glm == "linear":
@@ -573,7 +573,7 @@ def tune_ldp_sgd_glm(kind, eps, S, *, seed=7, grid=None):
     than the evaluation splits.  The tuning looks at test data and spends no privacy budget, so it
     favours LDP-SGD.  Returns ``(group_constant, lr)``.
     """
-    from .experiments_regression_figs import SGD_GRID
+    from .ldp_regression import SGD_GRID
 
     grid = SGD_GRID["squared" if kind == "wine" else "logistic"] if grid is None else grid
     pilots = [

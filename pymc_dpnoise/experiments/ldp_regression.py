@@ -37,9 +37,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .baselines.regression import ldp_sgd
-from .diagnostics import sample_compiled
-from .mechanisms.regression import clip_response, clip_rows, perturb_linreg, perturb_logreg
+from ..baselines.regression import ldp_sgd
+from ..diagnostics import sample_compiled
+from ..mechanisms.regression import clip_response, clip_rows, perturb_linreg, perturb_logreg
 
 __all__ = [
     "ADULT_CATEGORICAL",
@@ -259,7 +259,7 @@ def pca_features(F_train, F_test, d, *, R=1.0, norm_quantile=0.95):
 
 @cache
 def _wine():
-    from .datasets import load_wine
+    from ..datasets import load_wine
 
     df = load_wine("both")
     F = df.drop(columns=["quality", "colour"]).to_numpy(float)
@@ -319,7 +319,7 @@ def wine_group_split(rng, d=3, *, test_frac=0.2, R=1.0, norm_quantile=0.95) -> S
 
 @cache
 def _adult():
-    from .datasets import load_adult
+    from ..datasets import load_adult
 
     df = load_adult("both")
     num = df[list(ADULT_NUMERIC)].astype(float).copy()
@@ -351,7 +351,7 @@ def adult_split(rng, d=3, *, n_train=10_000, R=1.0, norm_quantile=0.95) -> Split
 
 
 def _lkj_cov(name, d, tau_sd):
-    from .priors import scaled_lkj_cov
+    from ..priors import scaled_lkj_cov
 
     chol, _, _ = scaled_lkj_cov(name, d, eta=2.0, tau_sigma=tau_sd)
     return chol @ chol.T
@@ -367,7 +367,7 @@ def build_linreg_model(n, d, *, theta_sd=THETA_SD, tau_sd=TAU_SD, sigma_sd=SIGMA
     """
     import pymc as pm
 
-    from .distributions.regression import PerturbedLinReg
+    from ..distributions.regression import PerturbedLinReg
 
     with pm.Model() as model:
         reports = pm.Data("reports", np.zeros((n, d + 1)))
@@ -405,7 +405,7 @@ def build_logreg_model(
     """
     import pymc as pm
 
-    from .distributions.regression import PerturbedLogReg
+    from ..distributions.regression import PerturbedLogReg
 
     with pm.Model() as model:
         reports = pm.Data("reports", np.zeros((n, d + 1)))
@@ -445,7 +445,7 @@ def build_linreg_group_model(
     """
     import pymc as pm
 
-    from .distributions.regression import PerturbedLinReg
+    from ..distributions.regression import PerturbedLinReg
 
     G = len(ns)
     with pm.Model() as model:

@@ -11,7 +11,7 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from pymc_dpnoise import experiments_regression_figs as rf
+from pymc_dpnoise.experiments import ldp_regression as rf
 
 
 def _auc_pairs(s, y):
