@@ -18,39 +18,21 @@ diagnostics
 baselines
     Comparison methods from the papers (e.g. the noise-ignoring model).
 datasets
-    Loaders for the real data sets shipped with the package.
+    Loaders for the real data sets shipped with the package, and the papers' feature matrices.
+experiments
+    The papers' experiments, one module per notebook (imported on demand; nothing in the
+    library depends on it).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import mechanisms
-from .distributions import (
-    KRRLikelihood,
-    LaplacePerturbedClippedExponential,
-    LaplacePerturbedClippedNormal,
-    OUELikelihood,
-    PerturbedLinReg,
-    PerturbedLogReg,
-    SSNormalApprox,
-    SUELikelihood,
-    UnaryEncodingLikelihood,
-)
+from . import distributions, mechanisms
+from .distributions import *  # noqa: F403 (the distribution classes, see distributions.__all__)
 
 try:
     __version__ = version("pymc-dpnoise")
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
-__all__ = [
-    "KRRLikelihood",
-    "LaplacePerturbedClippedExponential",
-    "LaplacePerturbedClippedNormal",
-    "OUELikelihood",
-    "PerturbedLinReg",
-    "PerturbedLogReg",
-    "SSNormalApprox",
-    "SUELikelihood",
-    "UnaryEncodingLikelihood",
-    "__version__",
-    "mechanisms",
-]
+__all__ = ["__version__", "mechanisms"]
+__all__ += distributions.__all__

@@ -1,14 +1,19 @@
 r"""Experiments of the GLM paper (Figs. 3–5) and the LDP paper's sufficient-statistics models.
 
-Used by ``notebooks/glm_sufficient_statistics.ipynb``.  Everything a figure needs is a function
-here, so that the notebook only calls, tabulates and plots.
+Used by ``notebooks/glm_sufficient_statistics.ipynb`` (the module is named after it).
+Everything a figure needs is a function here, so that the notebook only calls, tabulates and
+plots.  The simulation-based calibration of :class:`~pymc_dpnoise.SSNormalApprox` (LDP paper
+§3.1, GLM paper §3.2) is at the end (:func:`run_grid`, command line below).
 
 Data preparation (all data sets)
 --------------------------------
 Features are standardised, divided by :math:`2\sqrt d` (a typical row then has norm ≈ 1/2) and
-rows with norm above :math:`R = 1` are scaled back to norm 1 (:func:`scale_features`).  The
-standardisation uses the data's own means and standard deviations, as the papers' pre-processing
-does; it is not part of the privacy accounting.  Logistic labels are ±1.
+rows with norm above :math:`R = 1` are scaled back to norm 1
+(:func:`~pymc_dpnoise.datasets.scale_features`; the data sets by
+:func:`~pymc_dpnoise.datasets.pima_data`, :func:`~pymc_dpnoise.datasets.pima_poisson_data`,
+:func:`~pymc_dpnoise.datasets.adult_data` and :func:`~pymc_dpnoise.datasets.wine_data`).  The
+standardisation uses the data's own means and standard deviations, as the papers'
+pre-processing does; it is not part of the privacy accounting.  Logistic labels are ±1.
 
 Models
 ------
@@ -33,61 +38,101 @@ Models
   accounted over all iterations (RDP, add/remove neighbours).
 * LDP-SGD (:func:`pymc_dpnoise.baselines.ldp_sgd`, LDP experiments only): group-size constant
   and step size per ε from a grid, by the test metric on pilot splits (:func:`tune_ldp_sgd_glm`).
+
+Simulation-based calibration of SSNormalApprox
+----------------------------------------------
+Noisy sums of sufficient statistics of GLMs (GLM paper Sec. 3; LDP paper Sec. 3.1), issue 5:
+"SBC coverage within the binomial band for logistic and Poisson at ε ∈ {0.1, 1}".
+
+:class:`~pymc_dpnoise.diagnostics.SBCProblem` subclasses, used with
+:func:`~pymc_dpnoise.diagnostics.simulation_based_calibration`:
+
+* :class:`LogisticSSSBC` — θ ~ N(0, theta_sd² I); x_i ~ N(0, Σ); y_i = ±1 with
+  P(y_i = 1 | x_i) = sigmoid(θᵀx_i); model with ``order="quadrature"`` (no Taylor truncation,
+  so large θᵀΣθ is not a misspecification).
+* :class:`PoissonSSSBC` — the same θ and x, y_i ~ Poisson(exp(θᵀx_i)) (log link, no intercept).
+* :class:`LinearSSSBC` — y_i = θᵀx_i + N(0, σ²), σ ~ HalfNormal(sigma_sd).
+
+SBC design (what it checks, and what it does not)
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+* Σ is **known** (the model is given the Σ the features were drawn from), so the parameters
+  checked are the coefficients θ (and σ for the linear model).  Σ = x_scale² ((1 - ρ) I + ρ 11ᵀ)
+  with x_scale = 0.2, ρ = 0.3 (d = 2): a row has ‖x‖ > R = 1 with probability ≈ 1e-4, so the
+  clipping of the release is negligible (:func:`clip_rates` measures it; the tables report it).
+  The responses are clipped to [0, R_y] (Poisson, R_y = 10) or [-R_y, R_y] (linear, R_y = 4);
+  these too are rare (measured).  Rare clipping is the only way the simulation departs from
+  the model's assumptions other than the normal approximation itself.
+* The data are simulated record by record from the GLM and released by
+  :func:`~pymc_dpnoise.mechanisms.sufficient.release_sufficient_statistics` (central DP with
+  δ = 1e-5 on the sum; ``local=True`` adds the noise to every record, LDP).  The model is the
+  *normal approximation* of that sum, exact in its first two moments; it is a good
+  approximation only for large n.  The cost of a fit does not depend on n, so the full grid uses
+  n = 10⁴ records (10⁶ for LDP, where the noise variance grows like n): with n = 10³ and R_y = 10
+  the Poisson posterior is barely narrower than the prior at ε ≤ 1, which makes SBC a weak test.
+  The ``contraction`` columns (1 - posterior var / prior var, averaged over a few replicates)
+  show how far the data move the posterior.
+* The naive baseline fits the same normal approximation with the privacy noise left out
+  (``noise_cov`` = jitter · I, jitter = 1e-6): it treats the noisy sum as the exact one.
+
+Command line (tables in ``results/sbc_sufficient``)::
+
+    python -m pymc_dpnoise.experiments.glm_sufficient_statistics --mode fast
+    python -m pymc_dpnoise.experiments.glm_sufficient_statistics --mode full
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..baselines.sufficient import dp_sgld
-from ..datasets import load_adult, load_pima, load_wine
-from ..diagnostics import sample_compiled
-from ..experiments_regression import lkj_corr_draw
+from ..baselines import dp_sgld, ldp_sgd, least_squares, logistic_mle
+from ..datasets import adult_data, wine_data
+from ..diagnostics import (
+    SBCProblem,
+    auc,
+    ks_distance,
+    rmse,
+    sample_compiled,
+)
 from ..math.sufficient import stat_dim
-from ..mechanisms.sufficient import clip_rows, release_sufficient_statistics
+from ..mechanisms.core import analytic_gaussian_sigma, clip_rows
+from ..mechanisms.sufficient import release_sufficient_statistics, ss_sensitivity
+from ..priors import lkj_corr_draw, scaled_lkj_cov
+from .ldp_regression import SGD_GRID
+from .toolkit import coverage_summary, experiment_parser, run_sbc, sbc_coverage, write_table
 
 __all__ = [
-    "ADULT_FEATURES",
     "D_PAD",
-    "PIMA_FEATURES",
-    "POISSON_FEATURES",
+    "FIT_OPTIONS",
+    "SBC_SETTINGS",
     "SETTINGS",
     "SYNTH_THETA",
-    "adult_data",
-    "auc",
+    "LinearSSSBC",
+    "LogisticSSSBC",
+    "PoissonSSSBC",
     "build_clean_model",
     "build_ss_model",
-    "fit",
+    "clip_rates",
     "ks_table",
+    "main",
     "normal_ks_same_mean",
-    "pima_data",
-    "pima_poisson_data",
+    "posterior_contraction",
     "run_central",
     "run_fig5",
+    "run_grid",
     "run_ldp",
-    "scale_features",
+    "sbc_summary",
     "summary_table",
     "synthetic_cov",
     "synthetic_data",
     "tune_ldp_sgd_glm",
-    "wine_data",
 ]
 
-PIMA_FEATURES = ("age", "pregnancies", "diabetes_pedigree", "insulin")
-ADULT_FEATURES = (
-    "age",
-    "self_employed",
-    "education_num",
-    "married",
-    "exec_or_prof",
-    "own_child",
-    "male",
-)
-POISSON_FEATURES = ("age", "bmi", "glucose")
 SYNTH_THETA = (-0.9, -0.5, 0.3)
 D_PAD = 7
 PRIOR_SD = 2.5  # theta ~ N(0, PRIOR_SD^2 I) in all models (scaled features)
@@ -144,102 +189,6 @@ SETTINGS = {
 # --------------------------------------------------------------------------------------------
 
 
-def scale_features(X, ref=None, R=1.0):
-    r"""Standardise with ``ref``'s (default ``X``'s) moments, divide by :math:`2\sqrt d`, clip to ``R``.
-
-    Returns the scaled array.  With ``ref`` a training set, test rows are transformed the same way.
-    """
-    X = np.asarray(X, dtype=float)
-    ref = X if ref is None else np.asarray(ref, dtype=float)
-    mu, sd = ref.mean(0), ref.std(0)
-    sd = np.where(sd > 0, sd, 1.0)
-    d = X.shape[1]
-    return clip_rows((X - mu) / sd / (2.0 * math.sqrt(d)), R)
-
-
-def pima_data():
-    """Pima diabetes (all 768 rows): the 4 features of GLM Fig. 3, labels ±1."""
-    df = load_pima()
-    X = scale_features(df[list(PIMA_FEATURES)].to_numpy(float))
-    return X, 2.0 * df["outcome"].to_numpy(float) - 1.0
-
-
-def _adult_frame():
-    df = load_adult("both")
-    wc = df["workclass"].fillna("")
-    occ = df["occupation"].fillna("")
-    return pd.DataFrame(
-        {
-            "age": df["age"].astype(float),
-            "self_employed": wc.str.startswith("Self-emp").astype(float),
-            "education_num": df["education_num"].astype(float),
-            "married": df["marital_status"].isin(["Married-civ-spouse", "Married-AF-spouse"]),
-            "exec_or_prof": occ.isin(["Exec-managerial", "Prof-specialty"]).astype(float),
-            "own_child": (df["relationship"] == "Own-child").astype(float),
-            "male": (df["sex"] == "Male").astype(float),
-        }
-    ).astype(float), 2.0 * df["income_gt_50k"].to_numpy(float) - 1.0
-
-
-def adult_data(rng, n=None, test_fraction=None, d=7):
-    """Adult (train + test files, 48,842 rows) with the 7 encoded features of :data:`ADULT_FEATURES`.
-
-    One numeric column per attribute of GLM Fig. 4 (the paper does not say how it encoded the
-    categorical ones; a full one-hot encoding would give d ≈ 50, i.e. ~1,300 statistics):
-    age, education-num (the ordinal version of education), and indicators self-employed
-    (workclass), married (marital-status), Exec-managerial/Prof-specialty (occupation), own-child
-    (relationship) and male (gender).
-
-    ``d`` < 7 keeps the first ``d`` of these columns (fast mode: 4, to reuse the Pima model).
-    ``n``: a random subset of that size (GLM Fig. 4: 8000).  ``test_fraction``: return
-    ``(Xtr, ytr, Xte, yte)`` from a random split, test scaled with the training moments.
-    """
-    F, y = _adult_frame()
-    X = F.to_numpy(float)[:, :d]
-    idx = rng.permutation(len(y))
-    if n is not None:
-        idx = idx[:n]
-    X, y = X[idx], y[idx]
-    if test_fraction is None:
-        return scale_features(X), y
-    k = round(len(y) * (1 - test_fraction))
-    return scale_features(X[:k]), y[:k], scale_features(X[k:], ref=X[:k]), y[k:]
-
-
-def pima_poisson_data(Ry=10.0):
-    """Pima: number of pregnancies (clipped at ``Ry``) on :data:`POISSON_FEATURES`."""
-    df = load_pima()
-    X = scale_features(df[list(POISSON_FEATURES)].to_numpy(float))
-    y = np.minimum(df["pregnancies"].to_numpy(float), Ry)
-    return X, y
-
-
-def wine_data(rng, d=4, test_fraction=0.2, Ry=2.0):
-    """Wine (both colours): centred quality on the top-``d`` principal components (LDP Fig. 4).
-
-    Returns ``Xtr, ytr, Xte, yte, y_mean``: PCA and scaling from the training part; ``ytr`` is the
-    centred quality clipped to ``[-Ry, Ry]``; ``yte`` is the raw test quality.
-    """
-    df = load_wine("both")
-    Xall = df.drop(columns=["quality", "colour"]).to_numpy(float)
-    yall = df["quality"].to_numpy(float)
-    idx = rng.permutation(len(yall))
-    k = round(len(idx) * (1 - test_fraction))
-    tr, te = idx[:k], idx[k:]
-    mu, sd = Xall[tr].mean(0), Xall[tr].std(0)
-    Ztr, Zte = (Xall[tr] - mu) / sd, (Xall[te] - mu) / sd
-    _, _, vt = np.linalg.svd(Ztr, full_matrices=False)
-    Ptr, Pte = Ztr @ vt[:d].T, Zte @ vt[:d].T
-    y_mean = yall[tr].mean()
-    return (
-        scale_features(Ptr),
-        np.clip(yall[tr] - y_mean, -Ry, Ry),
-        scale_features(Pte, ref=Ptr),
-        yall[te],
-        y_mean,
-    )
-
-
 def synthetic_cov(d=3, seed=5):
     """A fixed random covariance (LKJ(2) correlation, scales in [0.25, 0.4]) for GLM Fig. 5."""
     rng = np.random.default_rng(seed)
@@ -265,7 +214,6 @@ def build_ss_model(glm, d, *, order="quadrature", prior_sd=PRIOR_SD, tau_sd=TAU_
     import pymc as pm
 
     from ..distributions.sufficient import SSNormalApprox
-    from ..priors import scaled_lkj_cov
 
     m = stat_dim(glm, d)
     with pm.Model() as model:
@@ -302,51 +250,33 @@ def build_clean_model(glm, d, *, prior_sd=PRIOR_SD):
     return model
 
 
-def fit(compiled, *, draws, tune, chains=2, seed=0, var="theta", **data):
-    """Sample ``compiled`` (nutpie) with new data; returns ``(draws of var, info)``.
-
-    NUTS target acceptance 0.95: with the default 0.8 the Wine LDP fits (d = 4, Σ a parameter
-    under the scaled LKJ prior) had 4-7 divergences per fit at ε = 4, with 0.95 none, for 25%
-    more time.  A chain whose mean log density is more than 10 nats below the best chain's is
-    dropped (``info["chains_dropped"]``): a chain can settle in a minor mode of small feature
-    scales (seen in the Poisson example at ε = 1: θ₀ ≈ −4.7 against 2.4, 20 nats lower).
-    """
-    return sample_compiled(
-        compiled,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=min(chains, 2),
-        seed=seed,
-        var=var,
-        target_accept=0.95,
-        drop_stuck_chains=10.0,
-        **data,
-    )
+#: NUTS options of every fit here (with :func:`~pymc_dpnoise.diagnostics.sample_compiled`).
+#: Target acceptance 0.95: with the default 0.8 the Wine LDP fits (d = 4, Σ a parameter under
+#: the scaled LKJ prior) had 4-7 divergences per fit at ε = 4, with 0.95 none, for 25% more
+#: time.  A chain whose mean log density is more than 10 nats below the best chain's is dropped
+#: (``info["chains_dropped"]``): a chain can settle in a minor mode of small feature scales
+#: (seen in the Poisson example at ε = 1: θ₀ ≈ −4.7 against 2.4, 20 nats lower).
+FIT_OPTIONS = dict(chains=2, cores=2, target_accept=0.95, drop_stuck_chains=10.0)
 
 
 def _fit_clean(compiled_clean, X, y, glm, S, seed):
     d = X.shape[1]
+    data = dict(X=X, y=y)
     if glm == "logistic":
-        Xp = np.hstack([X, np.zeros((len(X), D_PAD - d))])
-        post, info = fit(
-            compiled_clean,
-            draws=S["draws"],
-            tune=S["tune"],
-            seed=seed,
-            X=Xp,
-            y=(y > 0).astype(float),
-        )
-        return post[:, :d], info
-    return fit(compiled_clean, draws=S["draws"], tune=S["tune"], seed=seed, X=X, y=y)
+        data = dict(X=np.hstack([X, np.zeros((len(X), D_PAD - d))]), y=(y > 0).astype(float))
+    post, info = sample_compiled(
+        compiled_clean, draws=S["draws"], tune=S["tune"], seed=seed, **FIT_OPTIONS, **data
+    )
+    return post[:, :d], info
 
 
 def _fit_ss(compiled_ss, rel, S, seed):
-    return fit(
+    return sample_compiled(
         compiled_ss,
         draws=S["draws"],
         tune=S["tune"],
         seed=seed,
+        **FIT_OPTIONS,
         z=rel.z,
         noise_cov=rel.noise_cov,
         n=np.float64(rel.n),
@@ -435,8 +365,6 @@ def summary_table(draws, names):
 
 def ks_table(draws, names, reference=("non-private", math.inf)):
     """Kolmogorov–Smirnov distance of each private marginal from the non-private one."""
-    from scipy import stats
-
     ref = draws[reference]
     rows = []
     for (method, eps), post in draws.items():
@@ -444,7 +372,7 @@ def ks_table(draws, names, reference=("non-private", math.inf)):
             continue
         row = dict(method=method, epsilon=eps)
         for j, nm in enumerate(names):
-            row[nm] = stats.ks_2samp(post[:, j], ref[:, j]).statistic
+            row[nm] = ks_distance(post[:, j], ref[:, j])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -475,8 +403,6 @@ def normal_ks_same_mean(sd_a, sd_b):
 
 def run_fig5(compiled_ss, compiled_clean, S, *, seed=2021, progress=None):
     """GLM Fig. 5: KS distance between private and non-private marginals vs ε (synthetic)."""
-    from scipy import stats
-
     rows = []
     S = dict(S, draws=S["fig5_draws"], tune=S["fig5_draws"])
     for r in range(S["fig5_repeats"]):
@@ -494,43 +420,11 @@ def run_fig5(compiled_ss, compiled_clean, S, *, seed=2021, progress=None):
                 ref_max_rhat=inf0["max_rhat"],
             )
             for j in range(X.shape[1]):
-                row[f"KS theta_{j}"] = stats.ks_2samp(post[:, j], ref[:, j]).statistic
+                row[f"KS theta_{j}"] = ks_distance(post[:, j], ref[:, j])
             rows.append(row)
         if progress:
             progress(f"fig5 repeat {r + 1}/{S['fig5_repeats']} done")
     return pd.DataFrame(rows)
-
-
-def auc(scores, labels) -> float:
-    """Area under the ROC curve by the rank-sum (Mann–Whitney) formula; ties get mid-ranks.
-
-    Examples
-    --------
-    >>> auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])
-    0.75
-    """
-    from scipy.stats import rankdata
-
-    scores = np.asarray(scores, float)
-    pos = np.asarray(labels) > 0
-    n1, n0 = int(pos.sum()), int((~pos).sum())
-    if n1 == 0 or n0 == 0:
-        raise ValueError("`labels` must contain both classes")
-    ranks = rankdata(scores)
-    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-
-
-def _logistic_mle(X, y, iters=50):
-    theta = np.zeros(X.shape[1])
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-X @ theta))
-        g = X.T @ ((y > 0) - p)
-        H = (X * (p * (1 - p))[:, None]).T @ X + 1e-8 * np.eye(X.shape[1])
-        step = np.linalg.solve(H, g)
-        theta += step
-        if np.abs(step).max() < 1e-10:
-            break
-    return theta
 
 
 def _ldp_split(kind, rng, S):
@@ -539,10 +433,9 @@ def _ldp_split(kind, rng, S):
         Xtr, ytr, Xte, yte, y_mean = wine_data(rng, d=S["wine_d"])
 
         def metric(theta):
-            return float(np.sqrt(np.mean((y_mean + Xte @ theta - yte) ** 2)))
+            return rmse(y_mean + Xte @ theta, yte)
 
-        ref = np.linalg.lstsq(Xtr, ytr, rcond=None)[0]
-        return Xtr, ytr, Xte, yte, "linear", 2.0, metric, ref, y_mean
+        return Xtr, ytr, Xte, yte, "linear", 2.0, metric, least_squares(Xtr, ytr), y_mean
     if kind != "adult":
         raise ValueError(f"`kind` must be 'wine' or 'adult'; got {kind!r}")
     Xtr, ytr, Xte, yte = adult_data(rng, test_fraction=0.2, d=S["adult_d"])
@@ -550,12 +443,10 @@ def _ldp_split(kind, rng, S):
     def metric(theta):
         return auc(Xte @ theta, yte)
 
-    return Xtr, ytr, Xte, yte, "logistic", 1.0, metric, _logistic_mle(Xtr, ytr), None
+    return Xtr, ytr, Xte, yte, "logistic", 1.0, metric, logistic_mle(Xtr, ytr), None
 
 
 def _ldp_sgd_fit(split, eps, rng, gc, lr):
-    from ..baselines.regression import ldp_sgd
-
     Xtr, ytr, _, _, glm, _, metric, _, _ = split
     if glm == "linear":
         res = ldp_sgd(Xtr, ytr, eps, DELTA, rng, loss="squared", group_constant=gc, lr=lr)
@@ -568,13 +459,11 @@ def _ldp_sgd_fit(split, eps, rng, gc, lr):
 def tune_ldp_sgd_glm(kind, eps, S, *, seed=7, grid=None):
     """LDP-SGD's (group-size constant, step size) with the best mean test metric on pilot splits.
 
-    The grid is :data:`pymc_dpnoise.experiments_regression_figs.SGD_GRID` (as in the LDP
+    The grid is :data:`pymc_dpnoise.experiments.ldp_regression.SGD_GRID` (as in the LDP
     regression notebook); the pilot splits (``S["ldp_tune_repeats"]`` of them) use other seeds
     than the evaluation splits.  The tuning looks at test data and spends no privacy budget, so it
     favours LDP-SGD.  Returns ``(group_constant, lr)``.
     """
-    from .ldp_regression import SGD_GRID
-
     grid = SGD_GRID["squared" if kind == "wine" else "logistic"] if grid is None else grid
     pilots = [
         _ldp_split(kind, np.random.default_rng([seed, 1000 + r]), S)
@@ -650,3 +539,357 @@ def run_ldp(kind, compiled_ss, S, *, seed=7, progress=None):
         if progress:
             progress(f"{kind} LDP repeat {r + 1}/{repeats} done")
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# Simulation-based calibration of SSNormalApprox
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _SufficientSBC(SBCProblem):
+    """Shared part: known Σ, θ ~ N(0, theta_sd² I), release of the summed statistics."""
+
+    d: int = 2
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    R: float = 1.0
+    Ry: float = 1.0
+    local: bool = False
+    x_scale: float = 0.2
+    x_corr: float = 0.3
+    theta_sd: float = 2.0
+    naive_jitter: float = 1e-6
+
+    glm = ""  # set by subclasses (a class attribute, not a field)
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Known covariance of the features: x_scale² ((1 - ρ) I + ρ 11ᵀ)."""
+        rho = self.x_corr
+        return self.x_scale**2 * ((1.0 - rho) * np.eye(self.d) + rho * np.ones((self.d, self.d)))
+
+    @property
+    def m(self) -> int:
+        return stat_dim(self.glm, self.d)
+
+    @property
+    def noise_sigma(self) -> float:
+        """Gaussian noise scale of one release (on the sum, or on each record if ``local``)."""
+        sens = ss_sensitivity(self.glm, self.R, self.Ry)
+        return float(analytic_gaussian_sigma(self.epsilon, self.delta, sens))
+
+    @property
+    def noise_cov(self) -> np.ndarray:
+        """Covariance of the total noise in z: σ² I (central) or n σ² I (local)."""
+        scale = self.n if self.local else 1
+        return scale * self.noise_sigma**2 * np.eye(self.m)
+
+    @property
+    def param_names(self):
+        return tuple(f"theta[{j}]" for j in range(self.d))
+
+    def prior_sd(self) -> dict:
+        return {f"theta[{j}]": self.theta_sd for j in range(self.d)}
+
+    # -- simulation --------------------------------------------------------------------------
+
+    def _features(self, rng):
+        chol = np.linalg.cholesky(self.cov)
+        return rng.standard_normal((self.n, self.d)) @ chol.T
+
+    def _draw(self, rng):
+        """(truth, X, y): parameters from the prior, then clean records."""
+        raise NotImplementedError
+
+    def simulate(self, rng):
+        truth, x, y = self._draw(rng)
+        rel = release_sufficient_statistics(
+            x, y, self.glm, self.epsilon, self.delta, rng, R=self.R, Ry=self.Ry, local=self.local
+        )
+        return truth, rel.z
+
+    # -- model -------------------------------------------------------------------------------
+
+    def _likelihood_kwargs(self, pm) -> dict:
+        return {}
+
+    def build_model(self, reports, noise_aware=True):
+        import pymc as pm
+
+        from ..distributions.sufficient import SSNormalApprox
+
+        noise = self.noise_cov if noise_aware else self.naive_jitter * np.eye(self.m)
+        with pm.Model() as model:
+            z = pm.Data("reports", np.asarray(reports, dtype=float))
+            theta = pm.Normal("theta", 0.0, self.theta_sd, shape=self.d)
+            SSNormalApprox(
+                "z",
+                theta,
+                self.cov,
+                self.n,
+                noise,
+                self.glm,
+                observed=z,
+                **self._likelihood_kwargs(pm),
+            )
+        return model
+
+    def extract(self, posterior, truth):
+        post = np.asarray(posterior["theta"].values, dtype=float)
+        return [(post[..., j], float(truth["theta"][j])) for j in range(self.d)]
+
+
+@dataclasses.dataclass(frozen=True)
+class LogisticSSSBC(_SufficientSBC):
+    """Logistic regression, labels ±1, statistics [y x, t2(x)] (GLM paper Sec. 3.2)."""
+
+    order: int | str = "quadrature"
+
+    glm = "logistic"
+
+    def _draw(self, rng):
+        theta = rng.normal(0.0, self.theta_sd, self.d)
+        x = self._features(rng)
+        p = 1.0 / (1.0 + np.exp(-(x @ theta)))
+        y = np.where(rng.random(self.n) < p, 1.0, -1.0)
+        return {"theta": theta}, x, y
+
+    def _likelihood_kwargs(self, pm):
+        return {"order": self.order}
+
+
+@dataclasses.dataclass(frozen=True)
+class PoissonSSSBC(_SufficientSBC):
+    """Poisson regression with log link, statistics [x, t2(x), y x, y t2(x)]."""
+
+    Ry: float = 10.0
+    theta_sd: float = 1.0
+
+    glm = "poisson"
+
+    def _draw(self, rng):
+        theta = rng.normal(0.0, self.theta_sd, self.d)
+        x = self._features(rng)
+        y = rng.poisson(np.exp(x @ theta)).astype(float)
+        return {"theta": theta}, x, y
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearSSSBC(_SufficientSBC):
+    """Linear regression, statistics [t2(x), y x, y²] (LDP paper Sec. 3.1.1); σ has a prior."""
+
+    Ry: float = 4.0
+    theta_sd: float = 1.0
+    sigma_sd: float = 0.5
+
+    glm = "linear"
+
+    @property
+    def param_names(self):
+        return (*super().param_names, "sigma")
+
+    def prior_sd(self):
+        return super().prior_sd() | {"sigma": self.sigma_sd * math.sqrt(1.0 - 2.0 / math.pi)}
+
+    def _draw(self, rng):
+        theta = rng.normal(0.0, self.theta_sd, self.d)
+        sigma = abs(rng.normal(0.0, self.sigma_sd))
+        x = self._features(rng)
+        y = x @ theta + rng.normal(0.0, sigma, self.n)
+        return {"theta": theta, "sigma": float(sigma)}, x, y
+
+    def _likelihood_kwargs(self, pm):
+        return {"sigma": pm.HalfNormal("sigma", self.sigma_sd)}
+
+    def extract(self, posterior, truth):
+        out = super().extract(posterior, truth)
+        return [*out, (np.asarray(posterior["sigma"].values, dtype=float), truth["sigma"])]
+
+
+KINDS = {"logistic": LogisticSSSBC, "poisson": PoissonSSSBC, "linear": LinearSSSBC}
+
+
+# --------------------------------------------------------------------------------------------
+# Side diagnostics: how often the release clips, how much the posterior contracts
+# --------------------------------------------------------------------------------------------
+
+
+def clip_rates(problem: _SufficientSBC, n_sims: int = 20, seed: int = 0) -> dict:
+    """Fraction of rows with ‖x‖ > R and of responses outside the clipping range.
+
+    Simulated exactly as in :meth:`simulate` (same prior, same features), before the release.
+    """
+    rng = np.random.default_rng(seed)
+    rows = ys = total = 0
+    for _ in range(n_sims):
+        _, x, y = problem._draw(rng)
+        rows += int(np.sum(np.linalg.norm(x, axis=1) > problem.R))
+        if problem.glm == "poisson":
+            ys += int(np.sum(y > problem.Ry))
+        elif problem.glm == "linear":
+            ys += int(np.sum(np.abs(y) > problem.Ry))
+        total += len(y)
+    return {"x_clipped": rows / total, "y_clipped": ys / total}
+
+
+def posterior_contraction(
+    problem: _SufficientSBC, n_fits: int = 4, seed: int = 1, draws: int = 300, tune: int = 300
+) -> dict:
+    """Mean over ``n_fits`` prior replicates of 1 - posterior var / prior var, per parameter.
+
+    0: the data are ignored (posterior = prior); 1: the posterior is a point.
+    """
+    import warnings
+
+    import nutpie
+
+    from ..diagnostics import _fit_nutpie
+
+    rng = np.random.default_rng(seed)
+    sd0 = problem.prior_sd()
+    out = {k: [] for k in problem.param_names}
+    compiled = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(n_fits):
+            truth, z = problem.simulate(rng)
+            if compiled is None:
+                compiled = nutpie.compile_pymc_model(problem.build_model(z))
+            tr = _fit_nutpie(compiled, z, draws, tune, 2, int(rng.integers(2**31 - 1)))
+            for name, (post, _) in zip(
+                problem.param_names, problem.extract(tr.posterior, truth), strict=True
+            ):
+                out[name].append(1.0 - np.var(post) / sd0[name] ** 2)
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Grid and command line
+# --------------------------------------------------------------------------------------------
+
+#: SBC settings per mode
+SBC_SETTINGS = {
+    "full": dict(
+        n=10_000,
+        epsilons=(0.1, 1.0),
+        replicates=400,
+        draws=500,
+        tune=500,
+        local_n=1_000_000,
+        local_epsilons=(1.0,),
+    ),
+    "fast": dict(
+        n=10_000,
+        epsilons=(1.0,),
+        replicates=4,
+        draws=150,
+        tune=150,
+        local_n=1_000_000,
+        local_epsilons=(1.0,),
+    ),
+}
+
+
+def run_grid(
+    kind: str,
+    mode: str = "fast",
+    *,
+    n_jobs=None,
+    seed=2026,
+    noise_aware=True,
+    local=False,
+    replicates=None,
+    d=2,
+    contraction_fits=None,
+):
+    """SBC over the ε grid of ``SBC_SETTINGS[mode]`` for ``kind`` in {"logistic", "poisson", "linear"}.
+
+    Returns one coverage table (rows: parameter × level × ε) with the design columns.
+    """
+    cfg = SBC_SETTINGS[mode]
+    cls = KINDS[kind]
+    n = cfg["local_n"] if local else cfg["n"]
+    epsilons = cfg["local_epsilons"] if local else cfg["epsilons"]
+    reps = replicates or cfg["replicates"]
+    if contraction_fits is None:
+        contraction_fits = 4 if mode == "full" else 1
+    tables = []
+    for eps in epsilons:
+        problem = cls(n=n, d=d, epsilon=eps, local=local)
+        res, seconds = run_sbc(
+            problem, reps, cfg, noise_aware=noise_aware, seed=seed, n_jobs=n_jobs
+        )
+        tab = sbc_coverage(
+            res.quantiles,
+            res.param_names,
+            res.max_rhat,
+            res.divergences,
+            n_records=n,
+            noise_sd_total=float(np.sqrt(problem.noise_cov[0, 0])),
+        )
+        tab.insert(0, "epsilon", eps)
+        tab.insert(0, "release", "local" if local else "central")
+        tab.insert(0, "model", kind + (" noise-aware" if noise_aware else " naive"))
+        rates = clip_rates(problem, seed=seed)
+        tab["x_clipped"] = rates["x_clipped"]
+        tab["y_clipped"] = rates["y_clipped"]
+        if noise_aware and contraction_fits:
+            con = posterior_contraction(problem, contraction_fits, seed=seed + 1)
+            tab["contraction"] = [con[p] for p in tab["param"]]
+        tab["seconds"] = seconds
+        tables.append(tab)
+        print(
+            f"[{time.strftime('%H:%M:%S')}] {kind} {'aware' if noise_aware else 'naive'} "
+            f"{'local' if local else 'central'} eps={eps}: {seconds:.0f} s",
+            flush=True,
+        )
+    return pd.concat(tables, ignore_index=True)
+
+
+def sbc_summary(tables: list[pd.DataFrame], level: float = 0.9) -> pd.DataFrame:
+    """One row per (model, release, ε, parameter): coverage of the ``level`` interval."""
+    return coverage_summary(tables, level, by=("model", "release"))
+
+
+def main(argv=None):
+    ap = experiment_parser(
+        "Simulation-based calibration of SSNormalApprox (noisy sufficient statistics).",
+        SBC_SETTINGS,
+        "results/sbc_sufficient",
+    )
+    ap.add_argument("--kinds", nargs="+", default=["logistic", "poisson"], choices=sorted(KINDS))
+    ap.add_argument("--replicates", type=int, default=None, help="override the mode's count")
+    ap.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
+    ap.add_argument(
+        "--local",
+        nargs="*",
+        default=None,
+        metavar="KIND",
+        help="also run the local-DP (per-record noise) setting for these kinds",
+    )
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [(k, False) for k in args.kinds] + [(k, True) for k in (args.local or [])]
+    for kind, local in runs:
+        for aware in (True,) if args.no_naive else (True, False):
+            tab = run_grid(
+                kind,
+                args.mode,
+                n_jobs=args.jobs,
+                noise_aware=aware,
+                local=local,
+                replicates=args.replicates,
+            )
+            name = f"{kind}_{'local_' if local else ''}{'aware' if aware else 'naive'}_{args.mode}"
+            write_table(tab, out, f"{name}_coverage", newline=True)
+            print(tab.to_string(index=False), flush=True)
+            # every coverage table of this mode in ``out`` (also those of earlier invocations)
+            files = sorted(out.glob(f"*_{args.mode}_coverage.csv"))
+            summary = sbc_summary([pd.read_csv(f) for f in files])
+            write_table(summary, out, f"summary90_{args.mode}", newline=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,9 +1,16 @@
-"""Reproductions of the papers' calibration experiments (LDP paper Figs. 1, 10 and 11).
+"""Calibration of the clipped and histogram models: LDP paper Figs. 1, 10 and 11.
+
+Behind ``notebooks/ldp_calibration.ipynb`` (Figs. 1 and 11) and the Fig. 10 section of
+``notebooks/ldp_histograms.ipynb``.  The SBC problems (what a replicate simulates and fits)
+are defined here: :class:`ClippedNormalSBC` (Fig. 1), :class:`ClippedExponentialSBC`
+(Fig. 11) and :class:`HistogramSBC` (Fig. 10); the SBC driver is
+:func:`pymc_dpnoise.diagnostics.simulation_based_calibration`.
 
 Run from the command line (results are cached per configuration in ``results/sbc``)::
 
-    python -m pymc_dpnoise.experiments --mode full      # >= 200 replicates per setting
-    python -m pymc_dpnoise.experiments --mode fast      # a few replicates, for CI
+    python -m pymc_dpnoise.experiments.ldp_calibration --mode full      # >= 200 replicates
+    python -m pymc_dpnoise.experiments.ldp_calibration --mode fast      # a few, for CI
+    python -m pymc_dpnoise.experiments.ldp_calibration --figs fig10 fig10_krr
 
 Each configuration (distribution, ε, N, replicates, model) is stored as one ``.npz`` file of
 posterior quantiles, so an interrupted run resumes and the notebooks can reuse the results.
@@ -11,28 +18,190 @@ posterior quantiles, so an interrupted run resumes and the notebooks can reuse t
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..diagnostics import (
-    DEFAULT_LEVELS,
-    ClippedExponentialSBC,
-    ClippedNormalSBC,
-    HistogramSBC,
-    SBCProblem,
-    coverage_table,
-    ks_uniform,
-    plot_coverage,
-    simulation_based_calibration,
-)
+from ..diagnostics import SBCProblem, plot_coverage
+from .toolkit import experiment_parser, run_sbc, sbc_coverage, write_table
 
-__all__ = ["SETTINGS", "main", "run_grid", "summarise"]
+__all__ = [
+    "SETTINGS",
+    "ClippedExponentialSBC",
+    "ClippedNormalSBC",
+    "HistogramSBC",
+    "main",
+    "run_grid",
+    "summarise",
+]
+
+# --------------------------------------------------------------------------------------------
+# SBC problems
+# --------------------------------------------------------------------------------------------
+
+
+class _ClippedSBC(SBCProblem):
+    """Shared model of the clipped problems: reports in ``pm.Data``, priors, then the
+    noise-aware likelihood or the naive one (reports taken as clean values)."""
+
+    def _priors(self, pm) -> tuple:
+        raise NotImplementedError
+
+    def _likelihoods(self) -> tuple:
+        """(noise-aware distribution, naive likelihood, the mechanism's arguments)."""
+        raise NotImplementedError
+
+    def build_model(self, reports, noise_aware=True):
+        import pymc as pm
+
+        aware, naive, mechanism = self._likelihoods()
+        with pm.Model() as model:
+            z = pm.Data("reports", np.asarray(reports, dtype=float))
+            params = self._priors(pm)
+            if noise_aware:
+                aware("z", *params, *mechanism, observed=z)
+            else:
+                naive("z", *params, observed=z)
+        return model
+
+
+@dataclasses.dataclass(frozen=True)
+class ClippedNormalSBC(_ClippedSBC):
+    """LDP Fig. 1: Gaussian data clipped to [lower, upper], Laplace-perturbed.
+
+    Priors: ``mu ~ Normal(mu0, sd0)``, ``sigma ~ Gamma(alpha, beta)`` (LDP paper Fig. 8).
+    """
+
+    lower: float = -5.0
+    upper: float = 5.0
+    epsilon: float = 1.0
+    mu0: float = 0.0
+    sd0: float = 1.0
+    alpha: float = 4.0
+    beta: float = 2.0
+
+    @property
+    def param_names(self):
+        return ("mu", "sigma")
+
+    def simulate(self, rng):
+        from ..mechanisms import perturb_clipped
+
+        mu = rng.normal(self.mu0, self.sd0)
+        sigma = rng.gamma(self.alpha, 1.0 / self.beta)
+        x = rng.normal(mu, sigma, size=self.n)
+        return {"mu": mu, "sigma": sigma}, perturb_clipped(
+            x, self.lower, self.upper, self.epsilon, rng
+        )
+
+    def _priors(self, pm):
+        return pm.Normal("mu", self.mu0, self.sd0), pm.Gamma("sigma", self.alpha, self.beta)
+
+    def _likelihoods(self):
+        from ..baselines import naive_normal
+        from ..distributions import LaplacePerturbedClippedNormal
+
+        return LaplacePerturbedClippedNormal, naive_normal, (self.lower, self.upper, self.epsilon)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClippedExponentialSBC(_ClippedSBC):
+    """LDP Fig. 11: exponential data clipped at ``upper``, Laplace-perturbed; ``lam ~ Gamma``."""
+
+    upper: float = 5.0
+    epsilon: float = 1.0
+    alpha: float = 2.0
+    beta: float = 2.0
+
+    @property
+    def param_names(self):
+        return ("lam",)
+
+    def simulate(self, rng):
+        from ..mechanisms import perturb_clipped_exponential
+
+        lam = rng.gamma(self.alpha, 1.0 / self.beta)
+        x = rng.exponential(1.0 / lam, size=self.n)
+        return {"lam": lam}, perturb_clipped_exponential(x, self.upper, self.epsilon, rng)
+
+    def _priors(self, pm):
+        return (pm.Gamma("lam", self.alpha, self.beta),)
+
+    def _likelihoods(self):
+        from ..baselines import naive_exponential
+        from ..distributions import LaplacePerturbedClippedExponential
+
+        return LaplacePerturbedClippedExponential, naive_exponential, (self.upper, self.epsilon)
+
+
+@dataclasses.dataclass(frozen=True)
+class HistogramSBC(SBCProblem):
+    """LDP Fig. 10: items from ``theta ~ Dirichlet(alpha)`` (k items) reported through a
+    frequency oracle (``"oue"``, ``"sue"`` or ``"krr"``).
+
+    The naive model treats counts as if they were the true item counts: for unary encodings
+    the de-biased estimate projected onto the simplex (times N, rounded), for k-RR the
+    reported items themselves.  Coverage is recorded per component ``theta[j]``.
+    """
+
+    k: int = 6
+    epsilon: float = 1.0
+    mechanism: str = "oue"
+    alpha: float = 1.0
+
+    @property
+    def param_names(self):
+        return tuple(f"theta[{j}]" for j in range(self.k))
+
+    def simulate(self, rng):
+        from ..mechanisms import frequency as fm
+
+        theta = rng.dirichlet(np.full(self.k, self.alpha))
+        items = rng.choice(self.k, size=self.n, p=theta)
+        perturb = {"oue": fm.oue_perturb, "sue": fm.sue_perturb, "krr": fm.krr_perturb}
+        reports = perturb[self.mechanism](items, self.k, self.epsilon, rng)
+        return {"theta": theta}, reports
+
+    def model_data(self, reports, noise_aware=True):
+        if noise_aware:
+            return reports
+        from ..baselines import projected_estimate, rounded_counts
+
+        if self.mechanism == "krr":
+            return np.bincount(reports, minlength=self.k).astype(np.int64)
+        f = projected_estimate(reports, self.epsilon, self.mechanism)
+        return rounded_counts(f, self.n)
+
+    def build_model(self, reports, noise_aware=True):
+        import pymc as pm
+
+        from .. import distributions as dists
+
+        likelihood = {
+            "oue": dists.OUELikelihood,
+            "sue": dists.SUELikelihood,
+            "krr": dists.KRRLikelihood,
+        }[self.mechanism]
+        with pm.Model() as model:
+            data = pm.Data("reports", self.model_data(reports, noise_aware))
+            theta = pm.Dirichlet("theta", np.full(self.k, self.alpha))
+            if noise_aware:
+                likelihood("z", p=theta, epsilon=self.epsilon, observed=data)
+            else:
+                pm.Multinomial("z", n=self.n, p=theta, observed=data)
+        return model
+
+    def extract(self, posterior, truth):
+        post = np.asarray(posterior["theta"].values, dtype=float)
+        return [(post[..., j], float(truth["theta"][j])) for j in range(self.k)]
+
+
+# --------------------------------------------------------------------------------------------
+# Grid, cache and command line
+# --------------------------------------------------------------------------------------------
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 4.0)
 #: histogram figures (LDP Fig. 10 has k = 6, N = 1000): the issue asks for 0.1, 0.5 and 2
@@ -120,17 +289,9 @@ def run_grid(
             else:
                 q = None
             if q is None:
-                t0 = time.time()
-                res = simulation_based_calibration(
-                    problem,
-                    cfg["replicates"],
-                    noise_aware=aware,
-                    seed=seed,
-                    n_jobs=n_jobs,
-                    draws=cfg["draws"],
-                    tune=cfg["tune"],
+                res, secs = run_sbc(
+                    problem, cfg["replicates"], cfg, noise_aware=aware, seed=seed, n_jobs=n_jobs
                 )
-                secs = time.time() - t0
                 q, names, rhat, div = (
                     res.quantiles,
                     list(res.param_names),
@@ -149,26 +310,17 @@ def run_grid(
                 )
                 if verbose:
                     print(f"[ran {secs:6.0f}s] {path.name}", flush=True)
-            tab = coverage_table(q, DEFAULT_LEVELS, band_mass=0.99)
-            tab["param"] = [names[i] for i in tab["param"]]
-            tab["epsilon"] = eps
-            tab["model"] = "noise-aware" if aware else "naive"
-            tab["max_rhat"] = float(np.nanmax(rhat))
-            tab["divergences"] = int(np.sum(div))
-            ks = {names[j]: ks_uniform(q[:, j]) for j in range(q.shape[1])}
-            tab["ks"] = [ks[p][0] for p in tab["param"]]
-            tab["ks_p"] = [ks[p][1] for p in tab["param"]]
+            design = dict(epsilon=eps, model="noise-aware" if aware else "naive")
+            tab = sbc_coverage(q, names, rhat, div, ks=True, **design)
             tab["seconds"] = secs
             tables.append(tab)
             if q.shape[1] > 1 and fig.startswith("fig10"):
                 # LDP Fig. 10 pools the components: coverage counted over R * k quantiles
                 # (the components of a simplex are dependent, so this band is approximate)
-                pooled = coverage_table(q.reshape(-1, 1), DEFAULT_LEVELS, band_mass=0.99)
-                pooled["param"] = "theta (pooled)"
-                for col in ("epsilon", "model", "max_rhat", "divergences", "seconds"):
-                    pooled[col] = tab[col].iloc[0]
-                stat, pval = ks_uniform(q.ravel())
-                pooled["ks"], pooled["ks_p"] = stat, pval
+                pooled = sbc_coverage(
+                    q.reshape(-1, 1), ["theta (pooled)"], rhat, div, ks=True, **design
+                )
+                pooled["seconds"] = secs
                 tables.append(pooled)
     return pd.concat(tables, ignore_index=True)
 
@@ -193,8 +345,7 @@ def summarise(table: pd.DataFrame, fig: str, out_dir="results/sbc", mode="full")
         "divergences",
     ]
     t = table[cols].sort_values(["model", "param", "epsilon", "level"])
-    t.to_csv(out / f"{fig}_{mode}_coverage.csv", index=False)
-    (out / f"{fig}_{mode}_coverage.md").write_text(t.to_markdown(index=False, floatfmt=".3f"))
+    write_table(t, out, f"{fig}_{mode}_coverage")
     plotted = table
     if "theta (pooled)" in set(table["param"]):
         plotted = table[table["param"] == "theta (pooled)"]
@@ -204,11 +355,8 @@ def summarise(table: pd.DataFrame, fig: str, out_dir="results/sbc", mode="full")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=sorted(SETTINGS), default="fast")
+    ap = experiment_parser(__doc__.splitlines()[0], SETTINGS, "results/sbc")
     ap.add_argument("--figs", nargs="+", default=["fig11", "fig1"])
-    ap.add_argument("--out", default="results/sbc")
-    ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--recompute", action="store_true")
     args = ap.parse_args(argv)
     import matplotlib
