@@ -23,7 +23,10 @@ diagnostics
 baselines
     Comparison methods from the papers (e.g. the noise-ignoring model).
 datasets
-    Loaders for the real data sets shipped with the package.
+    Loaders for the real data sets shipped with the package, and the papers' feature matrices.
+experiments
+    The papers' experiments, one module per notebook (imported on demand; nothing in the
+    library depends on it).
 """
 
 from importlib.metadata import PackageNotFoundError, version

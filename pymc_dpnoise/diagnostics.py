@@ -7,8 +7,13 @@
   bands (LDP paper Figs. 1, 10, 11).
 * :func:`ks_uniform` — KS statistic of the quantiles against Uniform(0, 1) (Bernstein &
   Sheldon Fig. 1).
-* :func:`mmd` and :func:`ecdf_distance` — closeness of two posteriors (Bernstein & Sheldon;
-  LDP Fig. 2).
+* :func:`mmd`, :func:`ecdf_distance` and :func:`ks_distance` — closeness of two posteriors
+  (Bernstein & Sheldon; LDP Fig. 2; GLM paper Fig. 5).
+* :func:`rmse` and :func:`auc` — accuracy of point estimates and of predictions (LDP Figs. 3-5).
+* :func:`sample_compiled` — sample a compiled nutpie model with new data (the one fitting
+  helper every experiment uses).
+* :class:`SBCProblem` — what an SBC replicate simulates and fits; each experiment defines its
+  own problems next to it (:mod:`pymc_dpnoise.experiments`).
 * :func:`plot_coverage` — coverage against ε, like LDP Fig. 1.
 """
 
@@ -26,18 +31,18 @@ from scipy import stats
 
 __all__ = [
     "DEFAULT_LEVELS",
-    "ClippedExponentialSBC",
-    "ClippedNormalSBC",
-    "HistogramSBC",
     "SBCProblem",
     "SBCResult",
+    "auc",
     "binomial_band",
     "coverage_table",
     "ecdf_distance",
+    "ks_distance",
     "ks_uniform",
     "mmd",
     "plot_coverage",
     "posterior_quantile",
+    "rmse",
     "sample_compiled",
     "simulation_based_calibration",
     "split_rhat",
@@ -190,6 +195,77 @@ def ecdf_distance(x, y) -> float:
     return float(np.mean(np.abs(fx - fy)))
 
 
+def ks_distance(x, y) -> float:
+    """Two-sample Kolmogorov-Smirnov distance: the largest gap between the two ECDFs.
+
+    Examples
+    --------
+    >>> ks_distance([0.0, 1.0, 2.0], [0.0, 1.0, 2.0])
+    0.0
+    >>> ks_distance([0.0, 1.0], [2.0, 3.0])
+    1.0
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if x.size == 0 or y.size == 0:
+        raise ValueError("`x` and `y` must be non-empty")
+    return float(stats.ks_2samp(x, y).statistic)
+
+
+def rmse(estimate, truth, axis=None):
+    """Root mean squared error ``sqrt(mean((estimate - truth)²))``.
+
+    Over all elements (``axis=None``, a float) or along ``axis`` (an array), e.g. ``axis=-1``
+    for one RMSE per histogram estimate.
+
+    Examples
+    --------
+    >>> rmse([1.0, 2.0], [1.0, 4.0])
+    1.4142135623730951
+    >>> rmse([[0.0, 0.0], [1.0, 1.0]], [0.0, 0.0], axis=-1).tolist()
+    [0.0, 1.0]
+    """
+    e = np.asarray(estimate, dtype=float) - np.asarray(truth, dtype=float)
+    out = np.sqrt(np.mean(e**2, axis=axis))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def auc(scores, labels) -> float:
+    """Area under the ROC curve by the rank-sum (Mann-Whitney) formula; ties get mid-ranks.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+        Higher means "more likely positive".
+    labels : array_like, shape (n,)
+        Positive where ``labels > 0``: 0/1, boolean or ±1 labels.  Both classes must occur.
+
+    Returns
+    -------
+    float
+        P(score of a random positive > score of a random negative) + ½ P(tie).
+
+    Examples
+    --------
+    >>> auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])
+    0.75
+    >>> auc([0.1, 0.4, 0.35, 0.8], [-1, -1, 1, 1])
+    0.75
+    >>> auc([1.0, 1.0, 1.0], [0, 1, 1])
+    0.5
+    """
+    s = np.asarray(scores, dtype=float).ravel()
+    pos = np.asarray(labels).ravel() > 0
+    if s.shape != pos.shape:
+        raise ValueError(f"`scores` and `labels` differ in length: {s.size} vs {pos.size}")
+    n1 = int(pos.sum())
+    n0 = pos.size - n1
+    if n1 == 0 or n0 == 0:
+        raise ValueError("`labels` must contain both classes")
+    ranks = stats.rankdata(s)
+    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
 def split_rhat(draws) -> float:
     """Split-R̂ (Gelman et al., BDA3) of a ``(chains, draws)`` array."""
     d = np.asarray(draws, dtype=float)
@@ -307,152 +383,6 @@ class SBCProblem:
         return [(np.asarray(posterior[n].values, dtype=float), truth[n]) for n in self.param_names]
 
 
-@dataclasses.dataclass(frozen=True)
-class ClippedNormalSBC(SBCProblem):
-    """LDP Fig. 1: Gaussian data clipped to [lower, upper], Laplace-perturbed.
-
-    Priors: ``mu ~ Normal(mu0, sd0)``, ``sigma ~ Gamma(alpha, beta)`` (LDP paper Fig. 8).
-    """
-
-    lower: float = -5.0
-    upper: float = 5.0
-    epsilon: float = 1.0
-    mu0: float = 0.0
-    sd0: float = 1.0
-    alpha: float = 4.0
-    beta: float = 2.0
-
-    @property
-    def param_names(self):
-        return ("mu", "sigma")
-
-    def simulate(self, rng):
-        from .mechanisms import perturb_clipped
-
-        mu = rng.normal(self.mu0, self.sd0)
-        sigma = rng.gamma(self.alpha, 1.0 / self.beta)
-        x = rng.normal(mu, sigma, size=self.n)
-        return {"mu": mu, "sigma": sigma}, perturb_clipped(
-            x, self.lower, self.upper, self.epsilon, rng
-        )
-
-    def build_model(self, reports, noise_aware=True):
-        import pymc as pm
-
-        from .baselines import naive_normal
-        from .distributions import LaplacePerturbedClippedNormal
-
-        with pm.Model() as model:
-            z = pm.Data("reports", np.asarray(reports, dtype=float))
-            mu = pm.Normal("mu", self.mu0, self.sd0)
-            sigma = pm.Gamma("sigma", self.alpha, self.beta)
-            if noise_aware:
-                LaplacePerturbedClippedNormal(
-                    "z", mu, sigma, self.lower, self.upper, self.epsilon, observed=z
-                )
-            else:
-                naive_normal("z", mu, sigma, observed=z)
-        return model
-
-
-@dataclasses.dataclass(frozen=True)
-class ClippedExponentialSBC(SBCProblem):
-    """LDP Fig. 11: exponential data clipped at ``upper``, Laplace-perturbed; ``lam ~ Gamma``."""
-
-    upper: float = 5.0
-    epsilon: float = 1.0
-    alpha: float = 2.0
-    beta: float = 2.0
-
-    @property
-    def param_names(self):
-        return ("lam",)
-
-    def simulate(self, rng):
-        from .mechanisms import perturb_clipped_exponential
-
-        lam = rng.gamma(self.alpha, 1.0 / self.beta)
-        x = rng.exponential(1.0 / lam, size=self.n)
-        return {"lam": lam}, perturb_clipped_exponential(x, self.upper, self.epsilon, rng)
-
-    def build_model(self, reports, noise_aware=True):
-        import pymc as pm
-
-        from .baselines import naive_exponential
-        from .distributions import LaplacePerturbedClippedExponential
-
-        with pm.Model() as model:
-            z = pm.Data("reports", np.asarray(reports, dtype=float))
-            lam = pm.Gamma("lam", self.alpha, self.beta)
-            if noise_aware:
-                LaplacePerturbedClippedExponential("z", lam, self.upper, self.epsilon, observed=z)
-            else:
-                naive_exponential("z", lam, observed=z)
-        return model
-
-
-@dataclasses.dataclass(frozen=True)
-class HistogramSBC(SBCProblem):
-    """LDP Fig. 10: items from ``theta ~ Dirichlet(alpha)`` (k items) reported through a
-    frequency oracle (``"oue"``, ``"sue"`` or ``"krr"``).
-
-    The naive model treats counts as if they were the true item counts: for unary encodings
-    the de-biased estimate projected onto the simplex (times N, rounded), for k-RR the
-    reported items themselves.  Coverage is recorded per component ``theta[j]``.
-    """
-
-    k: int = 6
-    epsilon: float = 1.0
-    mechanism: str = "oue"
-    alpha: float = 1.0
-
-    @property
-    def param_names(self):
-        return tuple(f"theta[{j}]" for j in range(self.k))
-
-    def simulate(self, rng):
-        from .mechanisms import frequency as fm
-
-        theta = rng.dirichlet(np.full(self.k, self.alpha))
-        items = rng.choice(self.k, size=self.n, p=theta)
-        perturb = {"oue": fm.oue_perturb, "sue": fm.sue_perturb, "krr": fm.krr_perturb}
-        reports = perturb[self.mechanism](items, self.k, self.epsilon, rng)
-        return {"theta": theta}, reports
-
-    def model_data(self, reports, noise_aware=True):
-        if noise_aware:
-            return reports
-        from .baselines import projected_estimate, rounded_counts
-
-        if self.mechanism == "krr":
-            return np.bincount(reports, minlength=self.k).astype(np.int64)
-        f = projected_estimate(reports, self.epsilon, self.mechanism)
-        return rounded_counts(f, self.n)
-
-    def build_model(self, reports, noise_aware=True):
-        import pymc as pm
-
-        from . import distributions as dists
-
-        likelihood = {
-            "oue": dists.OUELikelihood,
-            "sue": dists.SUELikelihood,
-            "krr": dists.KRRLikelihood,
-        }[self.mechanism]
-        with pm.Model() as model:
-            data = pm.Data("reports", self.model_data(reports, noise_aware))
-            theta = pm.Dirichlet("theta", np.full(self.k, self.alpha))
-            if noise_aware:
-                likelihood("z", p=theta, epsilon=self.epsilon, observed=data)
-            else:
-                pm.Multinomial("z", n=self.n, p=theta, observed=data)
-        return model
-
-    def extract(self, posterior, truth):
-        post = np.asarray(posterior["theta"].values, dtype=float)
-        return [(post[..., j], float(truth["theta"][j])) for j in range(self.k)]
-
-
 # --------------------------------------------------------------------------------------------
 # SBC driver
 # --------------------------------------------------------------------------------------------
@@ -560,7 +490,8 @@ def simulation_based_calibration(
     Parameters
     ----------
     problem : SBCProblem
-        What to simulate and fit, e.g. :class:`ClippedNormalSBC`.
+        What to simulate and fit, e.g.
+        :class:`pymc_dpnoise.experiments.ldp_calibration.ClippedNormalSBC`.
     n_replicates : int
         Number of replicates R (coverage standard error ``sqrt(q(1-q)/R)``).
     noise_aware : bool

@@ -1,9 +1,12 @@
 """Calibration and closeness diagnostics."""
 
+import itertools
+
 import numpy as np
 import pytest
 
 from pymc_dpnoise import diagnostics as d
+from pymc_dpnoise.experiments.ldp_calibration import ClippedExponentialSBC, ClippedNormalSBC
 
 
 def test_posterior_quantile():
@@ -89,7 +92,7 @@ def test_plot_coverage(tmp_path):
 
 def test_sbc_pipeline_runs_and_is_seed_deterministic():
     """A tiny SBC run (one process): shapes, finite quantiles, same seed -> same result."""
-    problem = d.ClippedExponentialSBC(n=100, epsilon=1.0)
+    problem = ClippedExponentialSBC(n=100, epsilon=1.0)
     r1 = d.simulation_based_calibration(problem, 3, seed=7, n_jobs=1, draws=100, tune=100)
     r2 = d.simulation_based_calibration(problem, 3, seed=7, n_jobs=1, draws=100, tune=100)
     assert r1.quantiles.shape == (3, 1)
@@ -103,7 +106,7 @@ def test_sbc_pipeline_runs_and_is_seed_deterministic():
 @pytest.mark.parametrize("epsilon", [0.1, 1.0])
 def test_sbc_noise_aware_calibrated_naive_not(epsilon):
     """Live SBC: noise-aware coverage inside the 99% binomial band, naive outside at small ε."""
-    problem = d.ClippedNormalSBC(n=500, epsilon=epsilon)
+    problem = ClippedNormalSBC(n=500, epsilon=epsilon)
     aware = d.simulation_based_calibration(problem, 60, seed=11, draws=300, tune=300)
     cov = aware.coverage()
     assert cov["inside"].all(), cov
@@ -118,7 +121,7 @@ def test_sbc_noise_aware_calibrated_naive_not(epsilon):
 @pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.1, 4.0])
 def test_sbc_exponential_calibrated_naive_not(epsilon):
-    problem = d.ClippedExponentialSBC(n=500, epsilon=epsilon)
+    problem = ClippedExponentialSBC(n=500, epsilon=epsilon)
     aware = d.simulation_based_calibration(problem, 60, seed=12, draws=300, tune=300)
     assert aware.coverage()["inside"].all(), aware.coverage()
     naive = d.simulation_based_calibration(
@@ -181,3 +184,75 @@ def test_sample_compiled_drops_chains_stuck_in_a_minor_mode():
     assert info["chains_dropped"] == in_minor
     assert kept.shape == ((6 - in_minor) * 200,)
     assert np.all(kept < 0) and info["max_rhat"] < 1.1
+
+
+# --------------------------------------------------------------------------------------------
+# Point-estimate metrics: AUC against a brute-force pairwise count, RMSE, two-sample KS
+# --------------------------------------------------------------------------------------------
+
+
+def _auc_pairs_bool(s, y):
+    s, y = np.asarray(s, float), np.asarray(y, bool)
+    diff = s[y][:, None] - s[~y][None, :]
+    return float(np.mean((diff > 0) + 0.5 * (diff == 0)))
+
+
+def test_auc_matches_pairwise_definition_with_ties():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n = int(rng.integers(5, 200))
+        y = rng.random(n) < rng.uniform(0.1, 0.9)
+        if y.all() or not y.any():
+            continue
+        s = rng.integers(0, 6, size=n).astype(float)  # many ties
+        assert d.auc(s, y) == pytest.approx(_auc_pairs_bool(s, y), abs=1e-12)
+        s2 = rng.normal(size=n)
+        assert d.auc(s2, y) == pytest.approx(_auc_pairs_bool(s2, y), abs=1e-12)
+        assert d.auc(-s2, y) == pytest.approx(1.0 - _auc_pairs_bool(s2, y), abs=1e-12)
+    with pytest.raises(ValueError, match="both classes"):
+        d.auc([0.1, 0.2], [1, 1])
+
+
+def _auc_pairs(s, lab):
+    pos, neg = s[lab > 0], s[lab <= 0]
+    wins = sum((a > b) + 0.5 * (a == b) for a, b in itertools.product(pos, neg))
+    return wins / (len(pos) * len(neg))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_auc_matches_pairwise_count_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, 6, size=40).astype(float)  # many ties
+    lab = np.where(rng.random(40) < 0.4, 1.0, -1.0)
+    assert d.auc(s, lab) == pytest.approx(_auc_pairs(s, lab), abs=1e-12)
+    # labels 0/1 and ±1 give the same value; reversed scores give 1 - AUC
+    assert d.auc(s, (lab > 0).astype(int)) == pytest.approx(d.auc(s, lab))
+    assert d.auc(-s, lab) == pytest.approx(1.0 - d.auc(s, lab))
+
+
+def test_auc_extremes_and_errors():
+    assert d.auc([1, 2, 3, 4], [-1, -1, 1, 1]) == 1.0
+    assert d.auc([4, 3, 2, 1], [-1, -1, 1, 1]) == 0.0
+    assert d.auc([1, 1, 1], [0, 1, 1]) == 0.5
+    with pytest.raises(ValueError, match="both classes"):
+        d.auc([0.1, 0.2], [1, 1])
+
+
+def test_rmse_over_all_or_along_an_axis():
+    e = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 4.0]])
+    t = np.array([1.0, 0.0, 3.0])
+    assert d.rmse(e, t) == pytest.approx(1.0)  # squared errors 0, 4, 0, 1, 0, 1
+    np.testing.assert_allclose(d.rmse(e, t, axis=-1), [np.sqrt(4 / 3), np.sqrt(2 / 3)])
+    assert isinstance(d.rmse([1.0], [2.0]), float)
+
+
+def test_ks_distance_is_the_largest_ecdf_gap():
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=60), rng.normal(0.5, 1.0, size=45)
+    grid = np.concatenate([x, y])
+    fx = (x[None, :] <= grid[:, None]).mean(1)
+    fy = (y[None, :] <= grid[:, None]).mean(1)
+    assert d.ks_distance(x, y) == pytest.approx(np.abs(fx - fy).max(), abs=1e-12)
+    assert d.ks_distance(x, x) == 0.0
+    with pytest.raises(ValueError, match="non-empty"):
+        d.ks_distance([], y)

@@ -308,7 +308,7 @@ def test_multi_freq_ldpy_aggregators_agree_with_ours():
     """multi-freq-ldpy's MI aggregator is our unbiased OUE estimate clipped and renormalised;
     its IBU estimate lies on the simplex and is close to the truth for large N."""
     pytest.importorskip("multi_freq_ldpy")
-    from pymc_dpnoise import experiments_frequency as ef
+    from pymc_dpnoise.experiments import ldp_histograms as ef
 
     rng = np.random.default_rng(5)
     theta = np.array([0.5, 0.3, 0.15, 0.05])

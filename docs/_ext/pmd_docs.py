@@ -12,9 +12,9 @@
     notebooks yet; it then renders the directive's content instead.
 
 ``sbc-results``
-    Shows the coverage table and plot that ``python -m pymc_dpnoise.experiments`` writes to
-    ``results/sbc`` (``{fig}_{mode}_coverage.csv`` / ``.png``), if they exist; otherwise the
-    directive's content.  Only files that exist at build time are referenced, so missing
+    Shows the coverage table and plot that
+    ``python -m pymc_dpnoise.experiments.ldp_calibration`` writes to ``results/sbc``
+    (``{fig}_{mode}_coverage.csv`` / ``.png``), if they exist; otherwise the directive's content.  Only files that exist at build time are referenced, so missing
     results never produce warnings.
 
 These parse reStructuredText: use them from ``.rst`` pages.

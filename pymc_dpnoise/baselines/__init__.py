@@ -9,6 +9,8 @@
   clipped latent.  Correct, but it has N extra parameters; used in the benchmarks.
 * :func:`dp_sgld` — DP stochastic gradient Langevin dynamics for logistic and Poisson
   regression with an RDP accountant (the GLM paper's private baseline).
+* :func:`ldp_sgd` — LDP-SGD, the LDP paper's private regression baseline.
+* :func:`least_squares` and :func:`logistic_mle` — the non-private reference fits.
 """
 
 from .clipped import (
@@ -17,6 +19,7 @@ from .clipped import (
     naive_normal,
 )
 from .frequency import naive_histogram, projected_estimate, rounded_counts
+from .nonprivate import least_squares, logistic_mle
 from .regression import ldp_sgd, ldp_sgd_group_size
 from .sufficient import dp_sgld
 
@@ -25,6 +28,8 @@ __all__ = [
     "latent_clipped_normal_model",
     "ldp_sgd",
     "ldp_sgd_group_size",
+    "least_squares",
+    "logistic_mle",
     "naive_exponential",
     "naive_histogram",
     "naive_normal",

@@ -15,6 +15,10 @@ loader                 rows                        used in the papers for
 
 The data sets keep their own licences; :func:`citation` returns the attribution to quote
 (from ``data/ATTRIBUTION.md``).
+
+The feature matrices, train/test splits and scaling the papers' experiments apply to them
+(:func:`wine_split`, :func:`adult_split`, :func:`pima_data`, :func:`scale_features`, ...) are in
+:mod:`pymc_dpnoise.datasets.features` and exported here.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from importlib.resources import files
 import numpy as np
 import pandas as pd
 
+from . import features
+from .features import *  # noqa: F403 (re-exported: see features.__all__)
+
 __all__ = [
     "DATASETS",
     "citation",
@@ -38,6 +45,7 @@ __all__ = [
     "load_pima",
     "load_wine",
 ]
+__all__ += features.__all__
 
 #: names accepted by :func:`citation`, with the file-name prefix used in ``ATTRIBUTION.md``
 DATASETS = {"adult": "adult", "wine": "winequality", "pima": "pima", "kosarak": "kosarak"}

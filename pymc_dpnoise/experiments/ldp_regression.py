@@ -21,51 +21,74 @@ Experiment functions behind ``notebooks/ldp_regression.ipynb``:
 
 Priors follow the LDP paper (Supplement 8): θ ~ N(0, 5 I) (read as standard deviation √5) and
 the scaled LKJ prior Σ = diag(τ) Ω diag(τ), Ω ~ LKJ(2), τ ~ HalfNormal(2.5)
-(:func:`~pymc_dpnoise.priors.scaled_lkj_cov`, which samples τ and Ω separately), as in
-:mod:`pymc_dpnoise.experiments_regression`.
+(:func:`~pymc_dpnoise.priors.scaled_lkj_cov`, which samples τ and Ω separately), as in the
+SBC problems below.
 
-The preprocessing (standardisation, PCA, the rescaling constant, centring) is computed from the
-clean training data and treated as public, as in the paper; it is not itself private.
+The preprocessing (standardisation, PCA, the rescaling constant, centring:
+:func:`~pymc_dpnoise.datasets.wine_split`, :func:`~pymc_dpnoise.datasets.adult_split`,
+:func:`~pymc_dpnoise.datasets.wine_group_split`) is computed from the clean training data and
+treated as public, as in the paper; it is not itself private.
+
+Simulation-based calibration (LDP paper §3.2.3)
+-----------------------------------------------
+Two :class:`~pymc_dpnoise.diagnostics.SBCProblem` subclasses, used with
+:func:`~pymc_dpnoise.diagnostics.simulation_based_calibration` by :func:`run_grid`:
+
+* :class:`PerturbedLinRegSBC`: θ ~ N(0, theta_sd² I), σ ~ HalfNormal(sigma_sd), Σ = diag(τ) Ω
+  diag(τ) with Ω ~ LKJ(2), τ ~ HalfNormal(tau_sd) (the paper's scaled LKJ prior, Supplement 8,
+  built by :func:`~pymc_dpnoise.priors.scaled_lkj_cov`, which samples τ and Ω separately:
+  ``pm.LKJCholeskyCov`` under-covered τ₁);
+  reports from :class:`~pymc_dpnoise.distributions.regression.PerturbedLinReg`'s generative
+  model with the Gaussian-mechanism noise levels of budget ε (R = 1, R_y = 2, c = 0.5, δ).
+* :class:`PerturbedLogRegSBC`: the same features and θ prior, labels through randomized
+  response with budget cε.
+
+The clean data are *not* clipped: SBC checks the model under its own assumptions (the noise
+scales are those of the clipped mechanism at ε, which is what the models are given).  The
+naive model (``noise_aware=False``) treats the noisy features as the clean ones (and, for the
+logistic model, the reported labels as the true ones).
+
+Command line (SBC tables in ``results/sbc_regression``)::
+
+    python -m pymc_dpnoise.experiments.ldp_regression --mode fast
+    python -m pymc_dpnoise.experiments.ldp_regression --mode full --naive
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-from functools import cache
-from typing import NamedTuple
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .baselines.regression import ldp_sgd
-from .diagnostics import sample_compiled
-from .mechanisms.regression import clip_response, clip_rows, perturb_linreg, perturb_logreg
+from ..baselines import ldp_sgd, least_squares, logistic_mle
+from ..datasets import adult_split, wine_group_split, wine_split
+from ..diagnostics import SBCProblem, auc, rmse, sample_compiled
+from ..mechanisms.core import analytic_gaussian_sigma
+from ..mechanisms.regression import clip_response, perturb_linreg, perturb_logreg, split_epsilon
+from ..priors import lkj_corr_draw, scaled_lkj_cov
+from .toolkit import experiment_parser, run_sbc, sbc_coverage, seeded_rng, write_table
 
 __all__ = [
-    "ADULT_CATEGORICAL",
-    "ADULT_NUMERIC",
     "FIG5_APPROXIMATION",
     "HIER_BUDGETS",
+    "SBC_SETTINGS",
     "SETTINGS",
     "SGD_GRID",
-    "Split",
-    "adult_split",
-    "auc",
+    "PerturbedLinRegSBC",
+    "PerturbedLogRegSBC",
     "build_linreg_group_model",
     "build_linreg_model",
     "build_logreg_model",
-    "fit_compiled",
-    "least_squares",
-    "logistic_fit",
-    "pca_features",
-    "rmse",
+    "main",
     "run_fig4",
     "run_fig5",
+    "run_grid",
     "run_hierarchical",
     "summarise",
     "tune_ldp_sgd",
-    "wine_group_split",
-    "wine_split",
 ]
 
 #: prior scales (LDP paper, Supplement 8): θ ~ N(0, THETA_SD²), τ ~ HalfNormal(TAU_SD)
@@ -73,16 +96,14 @@ THETA_SD = float(np.sqrt(5.0))
 TAU_SD = 2.5
 #: σ (linear regression noise sd) ~ HalfNormal(SIGMA_SD); the paper does not state it
 SIGMA_SD = 2.0
+#: NUTS target acceptance of the Fig. 4 and Fig. 5 fits (nutpie's default)
+TARGET_ACCEPT = 0.8
 
 #: LDP-SGD hyper-parameters tried: group size constant (G = constant · d log d / ε²) × step size
 SGD_GRID = {
     "squared": tuple(itertools.product((1.0, 10.0, 100.0), (0.1, 0.3, 1.0))),
     "logistic": tuple(itertools.product((1.0, 10.0, 100.0), (0.3, 1.0, 3.0))),
 }
-
-#: Adult features: numeric columns (capital gain/loss as log1p) and one-hot categorical ones
-ADULT_NUMERIC = ("age", "education_num", "hours_per_week", "capital_gain", "capital_loss")
-ADULT_CATEGORICAL = ("workclass", "marital_status", "occupation", "relationship", "race", "sex")
 
 #: personalised budgets of the hierarchical example: (group, ε)
 HIER_BUDGETS = (("red", 8.0), ("white", 32.0))
@@ -129,230 +150,11 @@ FIG5_APPROXIMATION = dict(approximation="chebyshev", degree=2, interval=(-4.0, 4
 
 
 # --------------------------------------------------------------------------------------------
-# Metrics and non-private fits
-# --------------------------------------------------------------------------------------------
-
-
-def rmse(pred, y) -> float:
-    """Root mean squared error ``sqrt(mean((pred - y)²))``."""
-    pred, y = np.asarray(pred, dtype=float), np.asarray(y, dtype=float)
-    return float(np.sqrt(np.mean((pred - y) ** 2)))
-
-
-def auc(scores, labels) -> float:
-    """Area under the ROC curve by the rank-sum (Mann-Whitney) formula; ties count 1/2.
-
-    Parameters
-    ----------
-    scores : array_like, shape (n,)
-        Higher means "more likely positive".
-    labels : array_like, shape (n,)
-        0/1 (or boolean) labels; both classes must occur.
-
-    Returns
-    -------
-    float
-        P(score of a random positive > score of a random negative) + ½ P(tie).
-
-    Examples
-    --------
-    >>> auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])
-    0.75
-    >>> auc([1.0, 1.0, 1.0], [0, 1, 1])
-    0.5
-    """
-    s = np.asarray(scores, dtype=float).ravel()
-    y = np.asarray(labels).ravel().astype(bool)
-    if s.shape != y.shape:
-        raise ValueError(f"`scores` and `labels` differ in length: {s.size} vs {y.size}")
-    n1 = int(y.sum())
-    n0 = y.size - n1
-    if n1 == 0 or n0 == 0:
-        raise ValueError("AUC needs both classes among the labels")
-    order = np.argsort(s, kind="mergesort")
-    ss = s[order]
-    # average rank (1-based) of each run of tied scores
-    starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])
-    ends = np.r_[starts[1:], ss.size]
-    avg = (starts + ends + 1) / 2.0
-    ranks = np.empty(s.size)
-    ranks[order] = np.repeat(avg, ends - starts)
-    return float((ranks[y].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
-
-
-def least_squares(X, y) -> np.ndarray:
-    """Least-squares coefficients of ``y ≈ X θ`` (no intercept: the data are centred)."""
-    theta, *_ = np.linalg.lstsq(np.asarray(X, float), np.asarray(y, float), rcond=None)
-    return theta
-
-
-def logistic_fit(X, y, *, intercept=True, ridge=1e-6, iters=50) -> np.ndarray:
-    """Maximum-likelihood logistic regression by Newton's method (tiny ridge for stability).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(d,)`` coefficients, followed by the intercept if ``intercept``.
-    """
-    X = np.asarray(X, float)
-    y = np.asarray(y, float)
-    A = np.column_stack([X, np.ones(len(y))]) if intercept else X
-    w = np.zeros(A.shape[1])
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(A @ w)))
-        H = (A * (p * (1.0 - p))[:, None]).T @ A + ridge * np.eye(A.shape[1])
-        step = np.linalg.solve(H, A.T @ (y - p) - ridge * w)
-        w = w + step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    return w
-
-
-# --------------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------------
-
-
-class Split(NamedTuple):
-    """One train/test split after preprocessing (features already clipped to norm R)."""
-
-    X_train: np.ndarray
-    y_train: np.ndarray  # linear: centred, not clipped (the mechanism clips); logistic: 0/1
-    X_test: np.ndarray
-    y_test: np.ndarray  # linear: centred with the training mean, never clipped
-    scale: float  # the PCA scores were divided by this before clipping
-    groups_train: np.ndarray | None = None
-    groups_test: np.ndarray | None = None
-
-
-def _pca_scores(F_train, F_test, d):
-    """Standardised data projected on the first ``d`` principal axes of ``F_train``."""
-    F_train = np.asarray(F_train, float)
-    F_test = np.asarray(F_test, float)
-    mu = F_train.mean(0)
-    sd = F_train.std(0)
-    sd[sd == 0] = 1.0
-    A, B = (F_train - mu) / sd, (F_test - mu) / sd
-    _, _, vt = np.linalg.svd(A, full_matrices=False)
-    P = vt[:d].T
-    # fix the sign of each axis (largest loading positive) so repeats are comparable
-    P = P * np.sign(P[np.argmax(np.abs(P), axis=0), np.arange(d)])
-    Za, Zb = A @ P, B @ P
-    return Za, Zb
-
-
-def pca_features(F_train, F_test, d, *, R=1.0, norm_quantile=0.95):
-    """Standardise, project on the first ``d`` principal axes, rescale, clip to norm ``R``.
-
-    Means, standard deviations and the principal axes come from ``F_train``.  The scores are
-    divided by ``scale`` = the ``norm_quantile`` quantile of the training rows' L2 norms and
-    multiplied by ``R``, so that a fraction ``1 - norm_quantile`` of the training rows is clipped.
-
-    Returns
-    -------
-    (X_train, X_test, scale)
-    """
-    Za, Zb = _pca_scores(F_train, F_test, d)
-    scale = float(np.quantile(np.linalg.norm(Za, axis=1), norm_quantile)) / float(R)
-    return clip_rows(Za / scale, R), clip_rows(Zb / scale, R), scale
-
-
-@cache
-def _wine():
-    from .datasets import load_wine
-
-    df = load_wine("both")
-    F = df.drop(columns=["quality", "colour"]).to_numpy(float)
-    return F, df["quality"].to_numpy(float), df["colour"].to_numpy()
-
-
-def wine_split(rng, d=3, *, test_frac=0.2, R=1.0, norm_quantile=0.95) -> Split:
-    """Wine quality, both colours: random 80/20 split, PCA features, centred quality.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> s = wine_split(np.random.default_rng(0), d=3)
-    >>> s.X_train.shape, s.X_test.shape
-    ((5198, 3), (1299, 3))
-    >>> bool(np.linalg.norm(s.X_train, axis=1).max() <= 1.0 + 1e-12)
-    True
-    """
-    F, y, _ = _wine()
-    perm = np.random.default_rng(rng).permutation(len(y))
-    n_test = round(test_frac * len(y))
-    te, tr = perm[:n_test], perm[n_test:]
-    Xtr, Xte, scale = pca_features(F[tr], F[te], d, R=R, norm_quantile=norm_quantile)
-    m = y[tr].mean()
-    return Split(Xtr, y[tr] - m, Xte, y[te] - m, scale)
-
-
-def wine_group_split(rng, d=3, *, test_frac=0.2, R=1.0, norm_quantile=0.95) -> Split:
-    """Wine split stratified by colour; common PCA, features and quality centred per colour.
-
-    ``groups_train`` / ``groups_test`` hold 0 for red, 1 for white.  The model assumes
-    x ~ N(0, Σ_g) within each group, hence the per-group centring (applied before clipping).
-    """
-    F, y, colour = _wine()
-    rng = np.random.default_rng(rng)
-    g = (colour == "white").astype(int)
-    tr, te = [], []
-    for k in (0, 1):
-        idx = rng.permutation(np.flatnonzero(g == k))
-        n_test = round(test_frac * len(idx))
-        te.append(idx[:n_test])
-        tr.append(idx[n_test:])
-    tr, te = np.concatenate(tr), np.concatenate(te)
-    Xtr, Xte = _pca_scores(F[tr], F[te], d)
-    ytr, yte = y[tr].copy(), y[te].copy()
-    for k in (0, 1):
-        a, b = g[tr] == k, g[te] == k
-        mx, my = Xtr[a].mean(0), ytr[a].mean()
-        Xtr[a] -= mx
-        Xte[b] -= mx
-        ytr[a] -= my
-        yte[b] -= my
-    scale = float(np.quantile(np.linalg.norm(Xtr, axis=1), norm_quantile)) / float(R)
-    Xtr, Xte = clip_rows(Xtr / scale, R), clip_rows(Xte / scale, R)
-    return Split(Xtr, ytr, Xte, yte, scale, g[tr], g[te])
-
-
-@cache
-def _adult():
-    from .datasets import load_adult
-
-    df = load_adult("both")
-    num = df[list(ADULT_NUMERIC)].astype(float).copy()
-    for c in ("capital_gain", "capital_loss"):
-        num[c] = np.log1p(num[c])
-    cat = pd.get_dummies(df[list(ADULT_CATEGORICAL)].fillna("missing"), dtype=float)
-    F = pd.concat([num, cat], axis=1).to_numpy(float)
-    return F, df["income_gt_50k"].to_numpy(), (df["split"] == "train").to_numpy()
-
-
-def adult_split(rng, d=3, *, n_train=10_000, R=1.0, norm_quantile=0.95) -> Split:
-    """Adult: ``n_train`` random records of the training file; the test file (16,281) to test.
-
-    Features: the numeric columns of :data:`ADULT_NUMERIC` (capital gain and loss as log1p)
-    and the one-hot columns of :data:`ADULT_CATEGORICAL` (missing as its own level), then
-    :func:`pca_features` fitted on the ``n_train`` records.  Labels: income > 50K.
-    """
-    F, y, is_train = _adult()
-    tr_all = np.flatnonzero(is_train)
-    te = np.flatnonzero(~is_train)
-    tr = np.random.default_rng(rng).choice(tr_all, size=n_train, replace=False)
-    Xtr, Xte, scale = pca_features(F[tr], F[te], d, R=R, norm_quantile=norm_quantile)
-    return Split(Xtr, y[tr], Xte, y[te], scale)
-
-
-# --------------------------------------------------------------------------------------------
 # Models
 # --------------------------------------------------------------------------------------------
 
 
 def _lkj_cov(name, d, tau_sd):
-    from .priors import scaled_lkj_cov
-
     chol, _, _ = scaled_lkj_cov(name, d, eta=2.0, tau_sigma=tau_sd)
     return chol @ chol.T
 
@@ -367,7 +169,7 @@ def build_linreg_model(n, d, *, theta_sd=THETA_SD, tau_sd=TAU_SD, sigma_sd=SIGMA
     """
     import pymc as pm
 
-    from .distributions.regression import PerturbedLinReg
+    from ..distributions.regression import PerturbedLinReg
 
     with pm.Model() as model:
         reports = pm.Data("reports", np.zeros((n, d + 1)))
@@ -405,7 +207,7 @@ def build_logreg_model(
     """
     import pymc as pm
 
-    from .distributions.regression import PerturbedLogReg
+    from ..distributions.regression import PerturbedLogReg
 
     with pm.Model() as model:
         reports = pm.Data("reports", np.zeros((n, d + 1)))
@@ -445,7 +247,7 @@ def build_linreg_group_model(
     """
     import pymc as pm
 
-    from .distributions.regression import PerturbedLinReg
+    from ..distributions.regression import PerturbedLinReg
 
     G = len(ns)
     with pm.Model() as model:
@@ -524,27 +326,6 @@ def tune_ldp_sgd(splits, epsilon, delta, rng, *, loss, metric, grid=None, y_clip
 # --------------------------------------------------------------------------------------------
 
 
-def fit_compiled(compiled, *, draws=500, tune=500, chains=2, seed=0, target_accept=0.8, **data):
-    """Sample a compiled nutpie model with new ``data``; returns ``(theta draws, info)``.
-
-    ``theta draws`` has shape ``(chains * draws, *theta.shape)``; ``info`` holds the number of
-    divergences, the worst split-R̂ over the components of θ and the wall time.
-    """
-    return sample_compiled(
-        compiled,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        seed=seed,
-        target_accept=target_accept,
-        **data,
-    )
-
-
-def _rng(seed, *tags):
-    return np.random.default_rng(np.random.SeedSequence([int(seed), *map(int, tags)]))
-
-
 def _fit_info(info, draws):
     return dict(
         divergences=info["divergences"],
@@ -552,6 +333,82 @@ def _fit_info(info, draws):
         seconds=info["seconds"],
         theta_sd=float(np.mean(draws.std(0))),
     )
+
+
+def _compare_private(
+    compiled,
+    splits,
+    pilots,
+    epsilons,
+    *,
+    tag,
+    seed,
+    metric,
+    release,
+    scales,
+    naive,
+    sgd,
+    draws,
+    tune,
+    progress,
+    label,
+):
+    """Rows of the private methods of Figs. 4 and 5, per (ε, split): the noise-aware posterior
+    mean, the noise-ignoring ``naive = (name, fit(reports))`` and LDP-SGD (tuned per ε on the
+    ``pilots``); ``metric`` is ``"rmse"`` or ``"auc"`` of the test predictions."""
+    score = {"rmse": rmse, "auc": auc}[metric]
+    y_clip = sgd["y_clip"]
+    rows = []
+    for i, eps in enumerate(epsilons):
+        (gc, lr), _ = tune_ldp_sgd(
+            pilots,
+            eps,
+            sgd["delta"],
+            seeded_rng(seed, tag, 2, i),
+            loss=sgd["loss"],
+            metric=metric,
+            y_clip=y_clip,
+        )
+        for r, s in enumerate(splits):
+            rng = seeded_rng(seed, tag, 3, i, r)
+            rel = release(s, eps, rng)
+            post, info = sample_compiled(
+                compiled,
+                draws=draws,
+                tune=tune,
+                seed=int(rng.integers(2**31)),
+                target_accept=TARGET_ACCEPT,
+                reports=rel.reports,
+                **{k: np.float64(getattr(rel, k)) for k in scales},
+            )
+            base = dict(epsilon=eps, repeat=r)
+            theta = post.mean(0)
+            rows.append(
+                base
+                | {"method": "noise-aware", metric: score(s.X_test @ theta, s.y_test)}
+                | _fit_info(info, post)
+            )
+            theta = naive[1](rel.reports)
+            rows.append(base | {"method": naive[0], metric: score(s.X_test @ theta, s.y_test)})
+            y = s.y_train if y_clip is None else clip_response(s.y_train, y_clip)
+            fit = ldp_sgd(
+                s.X_train,
+                y,
+                eps,
+                sgd["delta"],
+                rng,
+                loss=sgd["loss"],
+                group_constant=gc,
+                lr=lr,
+            )
+            rows.append(
+                base
+                | {"method": "LDP-SGD", metric: score(s.X_test @ fit["theta"], s.y_test)}
+                | dict(group_constant=gc, lr=lr, steps=fit["steps"])
+            )
+            if progress is not None:
+                progress(f"{label} ε={eps:g} repeat {r}: {info['seconds']:.1f} s")
+    return rows
 
 
 def run_fig4(
@@ -586,55 +443,33 @@ def run_fig4(
         ``divergences, max_rhat, seconds, theta_sd`` (mean posterior sd of θ); for LDP-SGD,
         ``group_constant, lr, steps``.
     """
-    splits = [wine_split(_rng(seed, 4, 0, r), d, R=R) for r in range(repeats)]
-    pilots = [wine_split(_rng(seed, 4, 1, r), d, R=R) for r in range(tune_repeats)]
+    splits = [wine_split(seeded_rng(seed, 4, 0, r), d, R=R) for r in range(repeats)]
+    pilots = [wine_split(seeded_rng(seed, 4, 1, r), d, R=R) for r in range(tune_repeats)]
     rows = []
     for r, s in enumerate(splits):
         for name, th in (("non-private LS", least_squares(s.X_train, s.y_train)), ("zero", None)):
             pred = np.zeros(len(s.y_test)) if th is None else s.X_test @ th
             for eps in epsilons:
                 rows.append(dict(epsilon=eps, repeat=r, method=name, rmse=rmse(pred, s.y_test)))
-    for i, eps in enumerate(epsilons):
-        (gc, lr), _ = tune_ldp_sgd(
-            pilots, eps, delta, _rng(seed, 4, 2, i), loss="squared", metric="rmse", y_clip=R_y
-        )
-        for r, s in enumerate(splits):
-            rng = _rng(seed, 4, 3, i, r)
-            rel = perturb_linreg(s.X_train, s.y_train, eps, delta, rng, R=R, R_y=R_y, c=c)
-            post, info = fit_compiled(
-                compiled,
-                draws=draws,
-                tune=tune,
-                seed=int(rng.integers(2**31)),
-                reports=rel.reports,
-                sigma_x=np.float64(rel.sigma_x),
-                sigma_y=np.float64(rel.sigma_y),
-            )
-            base = dict(epsilon=eps, repeat=r)
-            rows.append(
-                base
-                | dict(method="noise-aware", rmse=rmse(s.X_test @ post.mean(0), s.y_test))
-                | _fit_info(info, post)
-            )
-            naive = least_squares(rel.reports[:, :d], rel.reports[:, d])
-            rows.append(base | dict(method="naive LS", rmse=rmse(s.X_test @ naive, s.y_test)))
-            fit = ldp_sgd(
-                s.X_train,
-                clip_response(s.y_train, R_y),
-                eps,
-                delta,
-                rng,
-                loss="squared",
-                group_constant=gc,
-                lr=lr,
-            )
-            rows.append(
-                base
-                | dict(method="LDP-SGD", rmse=rmse(s.X_test @ fit["theta"], s.y_test))
-                | dict(group_constant=gc, lr=lr, steps=fit["steps"])
-            )
-            if progress is not None:
-                progress(f"fig4 ε={eps:g} repeat {r}: {info['seconds']:.1f} s")
+    rows += _compare_private(
+        compiled,
+        splits,
+        pilots,
+        epsilons,
+        tag=4,
+        seed=seed,
+        metric="rmse",
+        release=lambda s, eps, rng: perturb_linreg(
+            s.X_train, s.y_train, eps, delta, rng, R=R, R_y=R_y, c=c
+        ),
+        scales=("sigma_x", "sigma_y"),
+        naive=("naive LS", lambda z: least_squares(z[:, :d], z[:, d])),
+        sgd=dict(loss="squared", delta=delta, y_clip=R_y),
+        draws=draws,
+        tune=tune,
+        progress=progress,
+        label="fig4",
+    )
     return pd.DataFrame(rows)
 
 
@@ -664,51 +499,39 @@ def run_fig5(
     depends only on the direction of θ, so the intercept (absent from the noise-aware model and
     LDP-SGD) does not enter it.
     """
-    splits = [adult_split(_rng(seed, 5, 0, r), d, n_train=n_train, R=R) for r in range(repeats)]
+    splits = [
+        adult_split(seeded_rng(seed, 5, 0, r), d, n_train=n_train, R=R) for r in range(repeats)
+    ]
     pilots = [
-        adult_split(_rng(seed, 5, 1, r), d, n_train=n_train, R=R) for r in range(tune_repeats)
+        adult_split(seeded_rng(seed, 5, 1, r), d, n_train=n_train, R=R) for r in range(tune_repeats)
     ]
     rows = []
     for r, s in enumerate(splits):
-        w = logistic_fit(s.X_train, s.y_train)
+        w = logistic_mle(s.X_train, s.y_train, intercept=True, ridge=1e-6)
         a = auc(s.X_test @ w[:d], s.y_test)
         rows += [
             dict(epsilon=eps, repeat=r, method="non-private logistic", auc=a) for eps in epsilons
         ]
-    for i, eps in enumerate(epsilons):
-        (gc, lr), _ = tune_ldp_sgd(
-            pilots, eps, delta, _rng(seed, 5, 2, i), loss="logistic", metric="auc"
-        )
-        for r, s in enumerate(splits):
-            rng = _rng(seed, 5, 3, i, r)
-            rel = perturb_logreg(s.X_train, s.y_train, eps, delta, rng, R=R, c=c)
-            post, info = fit_compiled(
-                compiled,
-                draws=draws,
-                tune=tune,
-                seed=int(rng.integers(2**31)),
-                reports=rel.reports,
-                sigma_x=np.float64(rel.sigma_x),
-                epsilon_y=np.float64(rel.epsilon_y),
-            )
-            base = dict(epsilon=eps, repeat=r)
-            rows.append(
-                base
-                | dict(method="noise-aware", auc=auc(s.X_test @ post.mean(0), s.y_test))
-                | _fit_info(info, post)
-            )
-            wn = logistic_fit(rel.reports[:, :d], rel.reports[:, d])
-            rows.append(base | dict(method="naive logistic", auc=auc(s.X_test @ wn[:d], s.y_test)))
-            fit = ldp_sgd(
-                s.X_train, s.y_train, eps, delta, rng, loss="logistic", group_constant=gc, lr=lr
-            )
-            rows.append(
-                base
-                | dict(method="LDP-SGD", auc=auc(s.X_test @ fit["theta"], s.y_test))
-                | dict(group_constant=gc, lr=lr, steps=fit["steps"])
-            )
-            if progress is not None:
-                progress(f"fig5 ε={eps:g} repeat {r}: {info['seconds']:.1f} s")
+    rows += _compare_private(
+        compiled,
+        splits,
+        pilots,
+        epsilons,
+        tag=5,
+        seed=seed,
+        metric="auc",
+        release=lambda s, eps, rng: perturb_logreg(s.X_train, s.y_train, eps, delta, rng, R=R, c=c),
+        scales=("sigma_x", "epsilon_y"),
+        naive=(
+            "naive logistic",
+            lambda z: logistic_mle(z[:, :d], z[:, d], intercept=True, ridge=1e-6)[:d],
+        ),
+        sgd=dict(loss="logistic", delta=delta, y_clip=None),
+        draws=draws,
+        tune=tune,
+        progress=progress,
+        label="fig5",
+    )
     return pd.DataFrame(rows)
 
 
@@ -747,8 +570,8 @@ def run_hierarchical(
     names = [b[0] for b in budgets]
     eps = np.array([b[1] for b in budgets], dtype=float)
     for r in range(repeats):
-        s = wine_group_split(_rng(seed, 6, 0, r), d, R=R)
-        rng = _rng(seed, 6, 1, r)
+        s = wine_group_split(seeded_rng(seed, 6, 0, r), d, R=R)
+        rng = seeded_rng(seed, 6, 1, r)
         data, sx, sy = {}, [], []
         for g in range(len(budgets)):
             a = s.groups_train == g
@@ -757,7 +580,7 @@ def run_hierarchical(
             sx.append(rel.sigma_x)
             sy.append(rel.sigma_y)
         for label, flag in (("partial pooling", 1.0), ("independent", 0.0)):
-            post, info = fit_compiled(
+            post, info = sample_compiled(
                 compiled,
                 draws=draws,
                 tune=tune,
@@ -797,3 +620,255 @@ def summarise(runs: pd.DataFrame, metric: str, by=("epsilon", "method")) -> pd.D
     out = g.agg(["mean", "std", "count"])
     out["se"] = out["std"] / np.sqrt(out["count"])
     return out.reset_index()
+
+
+# --------------------------------------------------------------------------------------------
+# Simulation-based calibration of the regression models
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _RegressionSBC(SBCProblem):
+    d: int = 2
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    c: float = 0.5
+    R: float = 1.0
+    theta_sd: float = 2.0
+    tau_sd: float = 1.0
+
+    @property
+    def sigma_x(self) -> float:
+        eps_x, _ = split_epsilon(self.epsilon, self.c)
+        return float(analytic_gaussian_sigma(eps_x, self._delta_x, 2.0 * self.R))
+
+    def _prior_draw(self, rng):
+        theta = rng.normal(0.0, self.theta_sd, self.d)
+        tau = np.abs(rng.normal(0.0, self.tau_sd, self.d))
+        omega = lkj_corr_draw(rng, self.d, 2.0)
+        cov = omega * np.outer(tau, tau)
+        return theta, tau, cov
+
+    def _features(self, rng, cov):
+        x = rng.multivariate_normal(np.zeros(self.d), cov, size=self.n)
+        return x, x + rng.normal(0.0, self.sigma_x, size=x.shape)
+
+    def _truth(self, theta, tau):
+        out = {f"theta_{j}": float(theta[j]) for j in range(self.d)}
+        out.update({f"tau_{j}": float(tau[j]) for j in range(self.d)})
+        return out
+
+    def _priors(self, pm):
+        theta = pm.Normal("theta", 0.0, self.theta_sd, shape=self.d)
+        for j in range(self.d):
+            pm.Deterministic(f"theta_{j}", theta[j])
+        chol, tau, _ = scaled_lkj_cov("cov", self.d, eta=2.0, tau_sigma=self.tau_sd)
+        for j in range(self.d):
+            pm.Deterministic(f"tau_{j}", tau[j])
+        return theta, chol
+
+
+@dataclasses.dataclass(frozen=True)
+class PerturbedLinRegSBC(_RegressionSBC):
+    """Perturbed-input linear regression (LDP Fig. 4's input model), simulated from the prior."""
+
+    R_y: float = 2.0
+    sigma_sd: float = 1.0
+
+    @property
+    def _delta_x(self):
+        return 0.5 * self.delta
+
+    @property
+    def sigma_y(self) -> float:
+        _, eps_y = split_epsilon(self.epsilon, self.c)
+        return float(analytic_gaussian_sigma(eps_y, 0.5 * self.delta, 2.0 * self.R_y))
+
+    @property
+    def param_names(self):
+        return (
+            *(f"theta_{j}" for j in range(self.d)),
+            "sigma",
+            *(f"tau_{j}" for j in range(self.d)),
+        )
+
+    def simulate(self, rng):
+        theta, tau, cov = self._prior_draw(rng)
+        sigma = abs(rng.normal(0.0, self.sigma_sd))
+        x, zx = self._features(rng, cov)
+        y = x @ theta + rng.normal(0.0, sigma, self.n)
+        zy = y + rng.normal(0.0, self.sigma_y, self.n)
+        truth = self._truth(theta, tau) | {"sigma": float(sigma)}
+        return truth, np.column_stack([zx, zy])
+
+    def build_model(self, reports, noise_aware=True):
+        import pymc as pm
+
+        from ..distributions.regression import PerturbedLinReg
+
+        with pm.Model() as model:
+            z = pm.Data("reports", np.asarray(reports, dtype=float))
+            theta, chol = self._priors(pm)
+            sigma = pm.HalfNormal("sigma", self.sigma_sd)
+            cov = chol @ chol.T
+            if noise_aware:
+                PerturbedLinReg(
+                    "z",
+                    theta=theta,
+                    sigma=sigma,
+                    cov=cov,
+                    sigma_x=self.sigma_x,
+                    sigma_y=self.sigma_y,
+                    observed=z,
+                )
+            else:  # noisy features and responses taken as clean
+                pm.MvNormal("zx", mu=np.zeros(self.d), chol=chol, observed=z[:, : self.d])
+                pm.Normal("zy", mu=z[:, : self.d] @ theta, sigma=sigma, observed=z[:, self.d])
+        return model
+
+
+@dataclasses.dataclass(frozen=True)
+class PerturbedLogRegSBC(_RegressionSBC):
+    """Perturbed-input logistic regression (LDP Fig. 5's input model), simulated from the prior."""
+
+    approximation: str = "quadrature"
+
+    @property
+    def _delta_x(self):
+        return self.delta
+
+    @property
+    def epsilon_y(self) -> float:
+        return split_epsilon(self.epsilon, self.c)[1]
+
+    @property
+    def param_names(self):
+        return (*(f"theta_{j}" for j in range(self.d)), *(f"tau_{j}" for j in range(self.d)))
+
+    def simulate(self, rng):
+        from ..mechanisms.core import randomized_response
+
+        theta, tau, cov = self._prior_draw(rng)
+        x, zx = self._features(rng, cov)
+        y = (rng.random(self.n) < 1.0 / (1.0 + np.exp(-(x @ theta)))).astype(int)
+        zy = randomized_response(y, self.epsilon_y, rng)
+        return self._truth(theta, tau), np.column_stack([zx, zy.astype(float)])
+
+    def build_model(self, reports, noise_aware=True):
+        import pymc as pm
+
+        from ..distributions.regression import PerturbedLogReg
+
+        with pm.Model() as model:
+            z = pm.Data("reports", np.asarray(reports, dtype=float))
+            theta, chol = self._priors(pm)
+            cov = chol @ chol.T
+            if noise_aware:
+                PerturbedLogReg(
+                    "z",
+                    theta=theta,
+                    cov=cov,
+                    sigma_x=self.sigma_x,
+                    epsilon_y=self.epsilon_y,
+                    approximation=self.approximation,
+                    observed=z,
+                )
+            else:
+                pm.MvNormal("zx", mu=np.zeros(self.d), chol=chol, observed=z[:, : self.d])
+                pm.Bernoulli("zy", logit_p=z[:, : self.d] @ theta, observed=z[:, self.d])
+        return model
+
+
+#: SBC settings per mode
+SBC_SETTINGS = {
+    "full": dict(n=1000, epsilons=(0.5, 2.0, 8.0), replicates=100, draws=400, tune=400),
+    "fast": dict(n=300, epsilons=(1.0, 8.0), replicates=6, draws=150, tune=150),
+}
+
+
+def run_grid(
+    kind: str,
+    mode: str = "fast",
+    *,
+    n_jobs=None,
+    seed=2026,
+    noise_aware=True,
+    d=2,
+    save_replicates=None,
+    epsilons=None,
+):
+    """SBC over the ε grid of ``SBC_SETTINGS[mode]`` for ``kind`` in {"linear", "logistic"}.
+
+    The same ``seed`` gives the same prior draws (truths) at every ε, so the cells of one grid
+    are not independent.  ``save_replicates``, a directory, keeps the per-replicate quantiles,
+    truths, R-hat and divergences (``{kind}_{aware|naive}_eps{ε}_seed{seed}.npz``) for
+    diagnosis.  ``epsilons`` overrides the grid.
+    """
+    cfg = SBC_SETTINGS[mode]
+    cls = {"linear": PerturbedLinRegSBC, "logistic": PerturbedLogRegSBC}[kind]
+    tables = []
+    for eps in cfg["epsilons"] if epsilons is None else epsilons:
+        problem = cls(n=cfg["n"], d=d, epsilon=eps)
+        res, seconds = run_sbc(
+            problem, cfg["replicates"], cfg, noise_aware=noise_aware, seed=seed, n_jobs=n_jobs
+        )
+        if save_replicates is not None:
+            tag = "aware" if noise_aware else "naive"
+            np.savez_compressed(
+                Path(save_replicates) / f"{kind}_{tag}_eps{eps:g}_seed{seed}.npz",
+                param_names=np.array(res.param_names),
+                quantiles=res.quantiles,
+                truths=res.truths,
+                max_rhat=res.max_rhat,
+                divergences=res.divergences,
+            )
+        tab = sbc_coverage(
+            res.quantiles,
+            res.param_names,
+            res.max_rhat,
+            res.divergences,
+            epsilon=eps,
+            model=kind + (" noise-aware" if noise_aware else " naive"),
+        )
+        tab["seconds"] = seconds
+        tables.append(tab)
+    return pd.concat(tables, ignore_index=True)
+
+
+def main(argv=None):
+    ap = experiment_parser(
+        "Simulation-based calibration of the perturbed-input regression models (LDP §3.2.3).",
+        SBC_SETTINGS,
+        "results/sbc_regression",
+    )
+    ap.add_argument("--kinds", nargs="+", default=["linear", "logistic"])
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--epsilons", type=float, nargs="+", default=None)
+    ap.add_argument("--naive", action="store_true", help="also run the naive models")
+    ap.add_argument(
+        "--only-naive", action="store_true", help="run only the naive (noise-ignoring) models"
+    )
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for kind in args.kinds:
+        variants = (False,) if args.only_naive else (True, False) if args.naive else (True,)
+        for aware in variants:
+            tab = run_grid(
+                kind,
+                args.mode,
+                n_jobs=args.jobs,
+                noise_aware=aware,
+                seed=args.seed,
+                epsilons=args.epsilons,
+                save_replicates=out,
+            )
+            name = f"{kind}_{'aware' if aware else 'naive'}_{args.mode}"
+            if args.seed != 2026 or args.epsilons is not None:
+                name += f"_seed{args.seed}"
+            write_table(tab, out, f"{name}_coverage")
+            print(tab.to_string(index=False), flush=True)
+
+
+if __name__ == "__main__":
+    main()

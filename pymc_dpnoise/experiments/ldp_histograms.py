@@ -1,6 +1,8 @@
 """Frequency-estimation experiments of the LDP paper (Figs. 2, 3 and 9) and a hierarchical example.
 
 Used by ``notebooks/ldp_histograms.ipynb``; every function is deterministic given its seed.
+(The notebook's Fig. 10 section, calibration of the histogram models, runs
+:func:`pymc_dpnoise.experiments.ldp_calibration.run_grid`.)
 
 * :func:`run_fig3` — OUE histograms with known truth (θ = [0.7, 0.2, 0.1]): posterior mean of
   the noise-aware model against the least-squares simplex projection of the unbiased OUE
@@ -26,8 +28,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from .diagnostics import ecdf_distance, sample_compiled
-from .mechanisms.frequency import (
+from ..diagnostics import ecdf_distance, rmse, sample_compiled
+from ..mechanisms.frequency import (
     clip_normalize,
     krr_perturb,
     oue_estimate,
@@ -41,14 +43,11 @@ __all__ = [
     "SETTINGS",
     "build_group_model",
     "build_oue_model",
-    "cached",
-    "fit_compiled",
     "group_data",
     "have_multi_freq_ldpy",
     "kosarak_records",
     "multi_freq_ldpy_estimates",
     "pattern_counts",
-    "rmse",
     "run_fig2",
     "run_fig3",
     "run_hierarchical",
@@ -115,7 +114,7 @@ def build_oue_model(k: int, alpha: float = 1.0, epsilon: float = 1.0):
     """
     import pymc as pm
 
-    from .distributions import OUELikelihood
+    from ..distributions import OUELikelihood
 
     patterns = unary_patterns(k)
     with pm.Model() as model:
@@ -126,13 +125,17 @@ def build_oue_model(k: int, alpha: float = 1.0, epsilon: float = 1.0):
     return model
 
 
-def fit_compiled(compiled, *, draws=500, tune=500, chains=2, seed=0, **data):
-    """Sample a compiled nutpie model with new data; returns ``(theta draws, info)``.
-
-    ``theta draws`` has shape ``(chains * draws, *theta.shape)``; ``info`` holds the number of
-    divergences, the worst split-R̂ over the components, and the wall time.
-    """
-    return sample_compiled(compiled, draws=draws, tune=tune, chains=chains, seed=seed, **data)
+def _fit_oue(compiled, reports, epsilon, rng, *, draws, tune, chains):
+    """Posterior draws of θ (and the sampler info) of :func:`build_oue_model` for ``reports``."""
+    return sample_compiled(
+        compiled,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=rng.integers(2**31 - 1),
+        counts=pattern_counts(reports),
+        epsilon=np.float64(epsilon),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,12 +170,6 @@ def multi_freq_ldpy_estimates(reports, epsilon) -> dict:
         "mfl MI": np.asarray(UE_Aggregator_MI(z, float(epsilon), optimal=True), dtype=float),
         "mfl IBU": np.asarray(UE_Aggregator_IBU(z, k, float(epsilon), optimal=True), dtype=float),
     }
-
-
-def rmse(estimate, truth) -> np.ndarray:
-    """Root mean squared error over the last axis (the items)."""
-    e = np.asarray(estimate, dtype=float) - np.asarray(truth, dtype=float)
-    return np.sqrt(np.mean(e**2, axis=-1))
 
 
 def unusable(estimate, threshold: float = TRIVIAL_THRESHOLD) -> tuple[np.ndarray, np.ndarray]:
@@ -236,15 +233,7 @@ def run_fig3(
                 items = rng.choice(k, size=int(n), p=theta)
                 z = oue_perturb(items, k, eps, rng)
                 raw = oue_estimate(z, eps)
-                post, info = fit_compiled(
-                    compiled,
-                    draws=draws,
-                    tune=tune,
-                    chains=chains,
-                    seed=rng.integers(2**31 - 1),
-                    counts=pattern_counts(z),
-                    epsilon=np.float64(eps),
-                )
+                post, info = _fit_oue(compiled, z, eps, rng, draws=draws, tune=tune, chains=chains)
                 est = {
                     "posterior mean": post.mean(0),
                     "LS projection": project_simplex(raw),
@@ -262,7 +251,7 @@ def run_fig3(
                             run=r,
                             method=method,
                             **{f"theta{j + 1}": e[j] for j in range(k)},
-                            rmse=float(rmse(e, theta)),
+                            rmse=rmse(e, theta),
                             trivial=bool(triv),
                             unordered=bool(unord),
                             divergences=info["divergences"] if method == "posterior mean" else 0,
@@ -335,7 +324,7 @@ def kosarak_records(n_items: int = 10, top: int = 200, seed: int = 0):
     their click order.  Returns ``(pages, records)``: the page ids (in sampled order; record
     value ``j`` means ``pages[j]``) and an int64 array of item indices, one per user.
     """
-    from .datasets import kosarak_item_counts, load_kosarak
+    from ..datasets import kosarak_item_counts, load_kosarak
 
     counts = kosarak_item_counts()
     rng = np.random.default_rng(seed)
@@ -383,15 +372,7 @@ def run_fig2(
         for r in range(repeats):
             rng = np.random.default_rng(np.random.SeedSequence([seed, round(1000 * eps), r]))
             z = oue_perturb(records, k, eps, rng)
-            post, info = fit_compiled(
-                compiled,
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                seed=rng.integers(2**31 - 1),
-                counts=pattern_counts(z),
-                epsilon=np.float64(eps),
-            )
+            post, info = _fit_oue(compiled, z, eps, rng, draws=draws, tune=tune, chains=chains)
             exact = rng.dirichlet(alpha + counts, size=n_draws)
             for j in range(k):
                 rows.append(
@@ -469,7 +450,7 @@ def build_group_model(k, epsilons, mechanisms, *, kappa_prior=(2.0, 0.05)):
     import pymc as pm
     import pytensor.tensor as pt
 
-    from .distributions import KRRLikelihood, OUELikelihood
+    from ..distributions import KRRLikelihood, OUELikelihood
 
     mechanisms = list(mechanisms)
     G = len(mechanisms)
@@ -559,7 +540,7 @@ def run_hierarchical(
         )
         data = group_data(sim, mechs)
         for label, flag in (("partial pooling", 1.0), ("independent", 0.0)):
-            post, info = fit_compiled(
+            post, info = sample_compiled(
                 compiled,
                 draws=draws,
                 tune=tune,
@@ -622,17 +603,3 @@ SETTINGS = {
         hier=dict(replicates=1, draws=500, tune=500),
     ),
 }
-
-
-def cached(path, compute, *, recompute: bool = False) -> pd.DataFrame:
-    """Read the CSV at ``path`` if it exists (and ``recompute`` is false); otherwise call
-    ``compute()`` (which returns a DataFrame), write it there and return it."""
-    from pathlib import Path
-
-    path = Path(path)
-    if path.exists() and not recompute:
-        return pd.read_csv(path)
-    df = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False)
-    return df

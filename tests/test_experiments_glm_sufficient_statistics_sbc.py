@@ -1,4 +1,4 @@
-"""SBC problems for SSNormalApprox (pymc_dpnoise.experiments_sufficient), issue 5."""
+"""SBC problems for SSNormalApprox (pymc_dpnoise.experiments.glm_sufficient_statistics), issue 5."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from pymc_dpnoise import experiments_sufficient as es
+from pymc_dpnoise.experiments import glm_sufficient_statistics as es
 from pymc_dpnoise.math.sufficient import ss_moments, stat_dim
 from pymc_dpnoise.mechanisms.sufficient import release_sufficient_statistics
 
@@ -157,5 +157,5 @@ def test_summary_table_keeps_the_90_percent_rows():
             inside=[True, True],
         )
     )
-    out = es.summary_table([tab])
+    out = es.sbc_summary([tab])
     assert len(out) == 1 and out["coverage"].item() == 0.88
