@@ -363,7 +363,14 @@ def test_chebyshev_coefficients_equal_numpy_projection(degree, interval):
     np.testing.assert_allclose(got, np_proj, atol=1e-14)
     # and the projection integrals themselves
     for k in range(degree + 1):
-        ck, _ = integrate.quad(lambda t, k=k: f(np.cos(t)) * np.cos(k * t), 0, np.pi, epsabs=1e-14)
+        with warnings.catch_warnings():
+            # the coefficients that vanish by symmetry are ~1e-17: QUADPACK reports that
+            # roundoff keeps it from proving epsabs=1e-14 there.  The assertion below (1e-13)
+            # is the check, and it holds.
+            warnings.simplefilter("ignore", integrate.IntegrationWarning)
+            ck, _ = integrate.quad(
+                lambda t, k=k: f(np.cos(t)) * np.cos(k * t), 0, np.pi, epsabs=1e-14
+            )
         ck *= (1.0 if k == 0 else 2.0) / np.pi
         assert abs(got[k] - ck) < 1e-13
     # as a polynomial in u, via numpy's own basis conversion
