@@ -38,7 +38,7 @@ commit=$(git rev-parse --short HEAD)
   echo "| wall time | $(printf %.0f "$wall") s ($(awk "BEGIN{printf \"%.1f\", $wall/60}") min; budget 8 min on 2 idle cores) |"
   echo "| CPU time (user + sys, all workers and compilers) | $(awk "BEGIN{printf \"%.0f\", $user+$sys}") s (user $(printf %.0f "$user"), sys $(printf %.0f "$sys")) |"
   echo "| CPU time / 2 cores (the wall time on an idle 2-core machine, at best) | $(awk "BEGIN{printf \"%.1f\", ($user+$sys)/120}") min |"
-  echo "| load average before / after the run | $load_before / $load_after ($(nproc) cores) |"
+  echo "| load average before / after the run | $load_before / $load_after ($(getconf _NPROCESSORS_ONLN) cores) |"
   echo "| pytest | $summary (exit $rc) |"
   echo
   echo "Slowest tests (wall time, inflated by the load):"
