@@ -15,6 +15,7 @@ trap 'rm -rf "$CACHE"' EXIT
 export PYTENSOR_FLAGS="base_compiledir=$CACHE/pytensor" NUMBA_CACHE_DIR="$CACHE/numba"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+commit=$(git rev-parse --short HEAD)  # the tree that is measured (before a long run)
 log=$(mktemp)
 set +e
 # the same pytest command as `make test`
@@ -26,7 +27,6 @@ set -e
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 read -r wall user sys maxrss <"$CACHE/time"
 summary=$(tail -1 "$log")
-commit=$(git rev-parse --short HEAD)
 {
   echo "# Default test run from empty compile caches"
   echo
