@@ -28,10 +28,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 test: $(STAMP) lint
-	$(PY) -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow -n 2 $(PYTEST_ARGS)
+	$(PY) -m pytest -m slow -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 notebooks: $(STAMP)
 	PMD_MODE=fast $(PY) scripts/run_notebooks.py --check

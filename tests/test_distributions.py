@@ -148,7 +148,11 @@ CASES = [
     ),
 ]
 
-cases = pytest.mark.parametrize("case", CASES, ids=str)
+# All tests of one case run in one xdist worker (``--dist loadgroup``, see the Makefile): the
+# functions compiled for the case (``compiled``) are compiled once, not once per worker.
+cases = pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.xdist_group(c.name)) for c in CASES], ids=str
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,9 +321,14 @@ def test_broadcasting_per_report_parameters(case):
     assert tuple(rv.shape.eval()) == (2, 3)
     batch = pm.logp(case.cls.dist(**params, shape=(4, 2, 3)), z).eval()
     assert batch.shape == (4, 2, 3)
+    # elementwise reference: the grid function (every parameter a vector, compiled once per
+    # case) at the 24 (report, epsilon) pairs spelled out one by one
+    g = {p: np.full(z.size, case.typical[p], dtype=float) for p in case.params}
+    g["epsilon"] = np.broadcast_to(eps, z.shape).ravel()
+    g["value"] = z.ravel()
+    single = compiled(case)(*_grid_inputs(case, g))[0].reshape(z.shape)
     for idx in np.ndindex(z.shape):
-        single = case.cls.dist(**dict(case.typical, epsilon=eps[idx[1:]]))
-        assert batch[idx] == pytest.approx(float(pm.logp(single, z[idx]).eval()), rel=1e-12)
+        assert batch[idx] == pytest.approx(single[idx], rel=1e-12)
     draws = pm.draw(case.cls.dist(**params, shape=(4, 2, 3)), random_seed=1)
     assert draws.shape == (4, 2, 3)
 
@@ -337,10 +346,11 @@ def test_group_parameters_in_hierarchical_model(case):
         case.cls("z", **kwargs, observed=z, dims="report")
     point = {f"{first}_log__": np.log([0.5, 1.0, 2.0])}
     total = model.compile_logp(vars=[model["z"]], sum=False)(point)[0]
-    expected = [
-        float(pm.logp(case.cls.dist(**dict(case.typical, **{first: v})), zz).eval())
-        for v, zz in zip(np.array([0.5, 1.0, 2.0])[group], z, strict=True)
-    ]
+    # one report at a time through the grid function (compiled once per case)
+    g = {p: np.full(len(z), case.typical[p], dtype=float) for p in case.params}
+    g[first] = np.array([0.5, 1.0, 2.0])[group]
+    g["value"] = z
+    expected = compiled(case)(*_grid_inputs(case, g))[0]
     np.testing.assert_allclose(total, expected, rtol=1e-12)
     ppc = pm.sample_prior_predictive(draws=7, model=model, random_seed=2)
     assert ppc.prior_predictive["z"].shape == (1, 7, 5)
@@ -352,8 +362,9 @@ def test_support_point_and_initial_point(case):
         case.cls("z", **case.typical, shape=(3,))
     sp = pm.distributions.distribution.support_point(model["z"]).eval()
     assert sp.shape == (3,)
-    assert np.all(np.isfinite(model.compile_logp()({"z": sp})))
-    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    logp = model.compile_logp()
+    assert np.all(np.isfinite(logp({"z": sp})))
+    assert np.isfinite(logp(model.initial_point()))
 
 
 @cases

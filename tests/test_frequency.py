@@ -174,10 +174,16 @@ def test_lookup_tables_equal_dense_product(k):
     z = (rng.random((4, 5, k)) < 0.5).astype(np.int8)
     p = rng.random((4, 1, k))
     dense = np.einsum("gnk,gk->gn", z, p[:, 0])
-    fast = bits_dot(pt.as_tensor_variable(z), pt.as_tensor_variable(p)).eval()
+    fast, single, forced = pytensor.function(  # one compiled function for the three
+        [],
+        [
+            bits_dot(pt.as_tensor_variable(z), pt.as_tensor_variable(p)),
+            bits_dot(z, p[0, 0]),
+            bits_dot(z, p, method="dense"),
+        ],
+    )()
     np.testing.assert_allclose(fast, dense, rtol=1e-14)
-    np.testing.assert_allclose(bits_dot(z, p[0, 0]).eval(), z @ p[0, 0], rtol=1e-14)
-    forced = bits_dot(z, p, method="dense").eval()
+    np.testing.assert_allclose(single, z @ p[0, 0], rtol=1e-14)
     np.testing.assert_allclose(forced, dense, rtol=1e-14)
     with pytest.raises(ValueError, match="method"):
         bits_dot(z, p, method="sparse")
@@ -189,26 +195,35 @@ def test_grouped_reports_with_counts_equal_ungrouped():
     z = m.oue_perturb(rng.choice(3, 500, p=theta), 3, 1.0, rng)
     patterns, counts = m.compress_reports(z)
     assert counts.sum() == 500 and len(patterns) <= 8
-    full = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0), z).eval().sum()
-    grouped = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0, counts=counts), patterns).eval()
-    assert grouped.sum() == pytest.approx(full, rel=1e-12)
     y = m.krr_perturb(rng.choice(3, 400, p=theta), 3, 1.0, rng)
     items, cnt = m.compress_reports(y)
-    full = pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0), y).eval().sum()
-    grouped = pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0, counts=cnt), items).eval()
-    assert grouped.sum() == pytest.approx(full, rel=1e-12)
-    # a zero count contributes nothing, even for a report of zero probability
-    zero = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0, counts=0.0), z[:1]).eval()
+    full, grouped, full_krr, grouped_krr, zero = pytensor.function(  # one compiled function
+        [],
+        [
+            pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0), z),
+            pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0, counts=counts), patterns),
+            pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0), y),
+            pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0, counts=cnt), items),
+            # a zero count contributes nothing, even for a report of zero probability
+            pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0, counts=0.0), z[:1]),
+        ],
+    )()
+    assert grouped.sum() == pytest.approx(full.sum(), rel=1e-12)
+    assert grouped_krr.sum() == pytest.approx(full_krr.sum(), rel=1e-12)
     assert zero[0] == 0.0
 
 
 def test_invalid_values_have_zero_probability():
     theta = np.array([0.5, 0.3, 0.2])
-    lp = pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0), np.array([[0, 2, 1], [1, 0, 0]]))
-    lp = lp.eval()
+    lp, lp_krr = pytensor.function(  # one compiled function for both
+        [],
+        [
+            pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0), np.array([[0, 2, 1], [1, 0, 0]])),
+            pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0), np.array([3, -1, 2])),
+        ],
+    )()
     assert lp[0] == -np.inf and np.isfinite(lp[1])
-    lp = pm.logp(pmd.KRRLikelihood.dist(p=theta, epsilon=1.0), np.array([3, -1, 2])).eval()
-    assert lp[0] == -np.inf and lp[1] == -np.inf and np.isfinite(lp[2])
+    assert lp_krr[0] == -np.inf and lp_krr[1] == -np.inf and np.isfinite(lp_krr[2])
 
 
 def test_random_p_off_the_simplex_is_caught():
@@ -276,7 +291,17 @@ def _grid_posterior_mean(reports, eps, n_grid=400):
     return mean, sd
 
 
-@pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
+# nutpie (the experiments' sampler) runs by default; the same check with PyMC's and numpyro's
+# NUTS compiles and samples the model twice more and runs with -m slow (both samplers keep a
+# default NUTS run in test_sampling.py).
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        pytest.param("pymc", marks=pytest.mark.slow),
+        "nutpie",
+        pytest.param("numpyro", marks=pytest.mark.slow),
+    ],
+)
 def test_nuts_recovers_the_exact_posterior(sampler):
     if sampler != "pymc":
         pytest.importorskip(sampler)

@@ -16,6 +16,17 @@ from pymc_dpnoise.priors import scaled_lkj_cov
 MODES = ("NUMBA", "FAST_RUN", "JAX")
 
 
+_CHOL_INV: dict = {}
+
+
+def _cholesky_inverse_fn(mode, ndim):
+    """cholesky_inverse compiled once per backend and rank (shapes are dynamic)."""
+    if (mode, ndim) not in _CHOL_INV:
+        L = pt.tensor("L", dtype="float64", shape=(None,) * ndim)
+        _CHOL_INV[mode, ndim] = pytensor.function([L], cholesky_inverse(L), mode=mode)
+    return _CHOL_INV[mode, ndim]
+
+
 def _spd(m, rng, cond=None):
     q, _ = np.linalg.qr(rng.normal(size=(m, m)))
     ev = np.geomspace(1.0, cond, m) if cond else rng.uniform(0.5, 2.0, m)
@@ -29,8 +40,7 @@ def test_cholesky_inverse_equals_inverse(mode, m, cond):
     c = _spd(m, rng, cond)
     chol = np.linalg.cholesky(c)
     junk = chol + np.triu(rng.normal(size=(m, m)), 1)  # the upper triangle must be ignored
-    L = pt.dmatrix("L")
-    got = pytensor.function([L], cholesky_inverse(L), mode=mode)(junk)
+    got = _cholesky_inverse_fn(mode, 2)(junk)
     ref = np.linalg.inv(c)
     tol = 1e-13 * (cond or 10.0)
     assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
@@ -44,8 +54,7 @@ def test_cholesky_inverse_batched_and_bad_factor(mode):
     chols = np.linalg.cholesky(cs)
     chols[1, 2, 2] = 0.0  # singular factor: that batch member is all NaN, the others exact
     chols[2, 0, 0] = np.nan
-    L = pt.dtensor3("L")
-    got = pytensor.function([L], cholesky_inverse(L), mode=mode)(chols)
+    got = _cholesky_inverse_fn(mode, 3)(chols)
     np.testing.assert_allclose(got[0], np.linalg.inv(cs[0]), rtol=1e-12, atol=1e-13)
     assert np.all(np.isnan(got[1])) and np.all(np.isnan(got[2]))
 
@@ -69,8 +78,12 @@ def test_mvnormal_gradient_wrt_covariance_matches_finite_differences(batch):
     A = pt.tensor("A", shape=(None,) * (len(batch) + 2), dtype="float64")
     cov = A @ pt.swapaxes(A, -1, -2) / m + pt.eye(m)
     lp = pt.sum(mvnormal_logp_chol(z, pt.zeros(m), cov))
-    f = pytensor.function([A], lp)
-    g = pytensor.function([A], pytensor.grad(lp, A))(a0)
+    f_and_grad = pytensor.function([A], [lp, pytensor.grad(lp, A)])  # one compile for both
+    g = f_and_grad(a0)[1]
+
+    def f(a):
+        return f_and_grad(a)[0]
+
     fd = np.zeros_like(a0)
     h = 1e-6
     for idx in np.ndindex(a0.shape):

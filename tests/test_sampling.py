@@ -82,14 +82,12 @@ def _summ(idata, names):
     return out
 
 
-@pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
-def test_nuts_backends_recover_the_same_posterior(sampler):
-    """Each NUTS implementation recovers the truth and agrees with the exact-grid posterior."""
-    pytest.importorskip({"pymc": "pymc", "nutpie": "nutpie", "numpyro": "numpyro"}[sampler])
+@pytest.fixture(scope="module")
+def normal_posterior():
+    """Reports, model and the exact posterior means of (mu, sigma) from a 101 x 101 grid of
+    the model's own logp (compiled once for all samplers)."""
     z = _normal_data()
     model = _normal_model(z)
-    s = _summ(_sample(model, sampler), ["mu", "sigma"])
-    # reference posterior moments from a grid over (mu, sigma) with the same logp
     logp = model.compile_logp()
     mus = np.linspace(-1.0, 3.0, 101)
     sigmas = np.linspace(0.3, 4.0, 101)
@@ -98,8 +96,25 @@ def test_nuts_backends_recover_the_same_posterior(sampler):
     )
     w = np.exp(lp - lp.max())
     w /= w.sum()
-    ref_mu = (w.sum(1) * mus).sum()
-    ref_sigma = (w.sum(0) * sigmas).sum()
+    return model, (w.sum(1) * mus).sum(), (w.sum(0) * sigmas).sum()
+
+
+# PyMC's own NUTS runs by default; nutpie and numpyro each compile the model again (Numba,
+# JAX) and sample it: they run with -m slow.  Both samplers keep a NUTS run in the default suite
+# (test_numpyro_with_pm_data_reports, test_prior_and_posterior_predictive_are_privatised_reports).
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        "pymc",
+        pytest.param("nutpie", marks=pytest.mark.slow),
+        pytest.param("numpyro", marks=pytest.mark.slow),
+    ],
+)
+def test_nuts_backends_recover_the_same_posterior(sampler, normal_posterior):
+    """Each NUTS implementation recovers the truth and agrees with the exact-grid posterior."""
+    pytest.importorskip({"pymc": "pymc", "nutpie": "nutpie", "numpyro": "numpyro"}[sampler])
+    model, ref_mu, ref_sigma = normal_posterior
+    s = _summ(_sample(model, sampler), ["mu", "sigma"])
     assert s["mu"][0] == pytest.approx(ref_mu, abs=5 * s["mu"][1] / np.sqrt(200))
     assert s["sigma"][0] == pytest.approx(ref_sigma, abs=5 * s["sigma"][1] / np.sqrt(200))
     assert abs(s["mu"][0] - 1.0) < 4 * s["mu"][1]

@@ -23,7 +23,7 @@ THETA = np.array([-0.9, -0.5, 0.3])
 
 def _eval(glm, theta=THETA, cov=COV, **kw):
     m, c = ss_moments(theta, cov, glm, **kw)
-    return m.eval(), c.eval()
+    return pytensor.function([], [m, c])()  # one compiled function for both
 
 
 # ------------------------------------------------------------------------ moments: exact

@@ -25,7 +25,12 @@ for _family in ("frequency", "regression", "sufficient"):
         if err.name != _name:
             raise
 
-cases = pytest.mark.parametrize("case", CASES, ids=str)
+# Every test of one case runs in the same xdist worker (``--dist loadgroup``, see the
+# Makefile), so that the functions compiled for that case (``_CACHE``, ``_model_functions``)
+# are compiled once, not once per worker.
+cases = pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.xdist_group(c.name)) for c in CASES], ids=str
+)
 
 _CACHE: dict = {}
 
@@ -35,21 +40,37 @@ def _is_option(v) -> bool:
     return isinstance(v, str)
 
 
-def _signature(value, params):
-    return tuple(
-        (k, v) if _is_option(v) else (k, np.shape(v), np.asarray(v).dtype.str)
-        for k, v in [("value", value), *params.items()]
-    )
+def _input_shape(shape, core_ndim):
+    """Static core dimensions (e.g. k, which selects the lookup-table path of the frequency
+    oracles), dynamic batch dimensions: one compiled function serves every batch size."""
+    batch = len(shape) - core_ndim
+    return (None,) * batch + tuple(shape[batch:])
+
+
+def _signature(case, value, params):
+    shapes = [("value", _input_shape(np.shape(value), case.event_ndim), np.asarray(value).dtype)]
+    shapes += [
+        (k, v) if _is_option(v) else (k, _input_shape(np.shape(v), case.core_ndim[k]))
+        for k, v in params.items()
+    ]
+    return tuple(map(str, shapes))
 
 
 def logp_function(case, value, params, mode=None):
-    """Compiled elementwise logp with symbolic inputs of the given (static) shapes."""
-    key = (case.name, str(mode), _signature(value, params))
+    """Compiled elementwise logp; compiled once per case, options, rank and core shapes."""
+    key = (case.name, str(mode), _signature(case, value, params))
     tensors = {k: v for k, v in params.items() if not _is_option(v)}
     if key not in _CACHE:
-        ins = {k: pt.tensor(k, dtype="float64", shape=np.shape(v)) for k, v in tensors.items()}
+        ins = {
+            k: pt.tensor(k, dtype="float64", shape=_input_shape(np.shape(v), case.core_ndim[k]))
+            for k, v in tensors.items()
+        }
         options = {k: v for k, v in params.items() if _is_option(v)}
-        val = pt.tensor("value", dtype=np.asarray(value).dtype, shape=np.shape(value))
+        val = pt.tensor(
+            "value",
+            dtype=np.asarray(value).dtype,
+            shape=_input_shape(np.shape(value), case.event_ndim),
+        )
         rv = case.cls.dist(**ins, **options)
         fn = pytensor.function([val, *ins.values()], pm.logp(rv, val), mode=mode)
         _CACHE[key] = fn
@@ -91,6 +112,25 @@ def _models(case):
         yield settings, case.model(data, settings)
 
 
+def _logp_dlogp(model, mode=None):
+    """Model logp and its gradient in one compiled function: point -> (logp, dlogp)."""
+    return model.compile_fn(
+        [model.logp(), model.dlogp()],
+        inputs=model.value_vars,
+        mode=mode,
+        on_unused_input="ignore",
+    )
+
+
+def _model_functions(case):
+    """[(settings, model, numba logp+dlogp)] per protocol setting, compiled once per case and
+    shared by the gradient and the backend checks."""
+    key = (case.name, "models")
+    if key not in _CACHE:
+        _CACHE[key] = [(s, m, _logp_dlogp(m)) for s, m in _models(case)]
+    return _CACHE[key]
+
+
 def _points(model, n, seed=0):
     """The initial point and n random points in the unconstrained space."""
     rng = np.random.default_rng(seed)
@@ -122,13 +162,11 @@ def _richardson_gradient(logp, point, h=1e-4):
 
 @cases
 def test_model_gradients_finite_and_match_finite_differences(case):
-    for settings, model in _models(case):
-        logp = model.compile_logp()
-        dlogp = model.compile_dlogp()
+    for settings, model, f in _model_functions(case):
         for point in _points(model, 3):
-            g = dlogp(point)
+            g = f(point)[1]
             assert np.all(np.isfinite(g)), settings
-            fd = _richardson_gradient(logp, point)
+            fd = _richardson_gradient(lambda p, f=f: f(p)[0], point)
             tol = case.grad_rtol * np.abs(fd) + 1e-6
             assert np.all(np.abs(g - fd) <= tol), dict(settings=settings, grad=g, fd=fd)
 
@@ -237,8 +275,9 @@ def test_support_point_and_initial_point(case):
         case.cls("z", **case.typical, size=(3,))
     sp = pm.distributions.distribution.support_point(model["z"]).eval()
     assert sp.shape[0] == 3
-    assert np.isfinite(model.compile_logp()({"z": sp}))
-    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    logp = model.compile_logp()
+    assert np.isfinite(logp({"z": sp}))
+    assert np.isfinite(logp(model.initial_point()))
 
 
 @cases
@@ -303,13 +342,12 @@ BACKENDS = {"numba": None, "c": Mode(linker="cvm", optimizer="fast_run"), "jax":
 def test_backends_agree(case):
     """Numba (default), C and JAX: model logp to 1e-10 and gradients to 1e-7 relative."""
     pytest.importorskip("jax")
-    for settings, model in _models(case):
+    for settings, model, numba_fn in _model_functions(case):
         points = _points(model, 2, seed=3)
         results = {}
         for name, mode in BACKENDS.items():
-            logp = model.compile_logp(mode=mode)
-            dlogp = model.compile_dlogp(mode=mode)
-            results[name] = [(float(logp(p)), np.asarray(dlogp(p))) for p in points]
+            f = numba_fn if mode is None else _logp_dlogp(model, mode=mode)
+            results[name] = [(float(lp), np.asarray(g)) for lp, g in map(f, points)]
         for name in ("c", "jax"):
             for (lp, g), (lp_ref, g_ref) in zip(results[name], results["numba"], strict=True):
                 np.testing.assert_allclose(lp, lp_ref, rtol=1e-10, err_msg=f"{name} {settings}")
