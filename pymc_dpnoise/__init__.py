@@ -17,17 +17,21 @@ diagnostics
     Simulation-based calibration, coverage, KS, MMD, ECDF distance.
 baselines
     Comparison methods from the papers (e.g. the noise-ignoring model).
+summaries
+    Binned summaries of N reports (NumPy, DuckDB files, any dataframe) for O(bins) likelihoods.
 datasets
     Loaders for the real data sets shipped with the package.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import mechanisms
+from . import mechanisms, summaries
 from .distributions import (
     KRRLikelihood,
     LaplacePerturbedClippedExponential,
+    LaplacePerturbedClippedExponentialSummary,
     LaplacePerturbedClippedNormal,
+    LaplacePerturbedClippedNormalSummary,
     OUELikelihood,
     PerturbedLinReg,
     PerturbedLogReg,
@@ -35,6 +39,7 @@ from .distributions import (
     SUELikelihood,
     UnaryEncodingLikelihood,
 )
+from .summaries import summarize
 
 try:
     __version__ = version("pymc-dpnoise")
@@ -44,7 +49,9 @@ except PackageNotFoundError:  # pragma: no cover
 __all__ = [
     "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
+    "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",
+    "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
     "PerturbedLogReg",
@@ -53,4 +60,6 @@ __all__ = [
     "UnaryEncodingLikelihood",
     "__version__",
     "mechanisms",
+    "summaries",
+    "summarize",
 ]
