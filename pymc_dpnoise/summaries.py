@@ -23,7 +23,7 @@ counts (moments differ only by summation order):
 
 .. code-block:: text
 
-    j   = min(max(floor((z - a) / h), 0), K - 1)        # float64, IEEE-exact ops only
+    j   = min(max(floor((z - a) * r), 0), K - 1)        # r = K / (b - a), float64
     row = 0 if z <= a else K + 1 if z >= b else j + 1
     d   = a - z | z - (a + (j + 0.5) * h) | z - b        # left | inside | right
 
@@ -147,6 +147,12 @@ class ClippedBinning:
         return (self.upper - self.lower) / self.n_bins
 
     @property
+    def inv_width(self) -> float:
+        # multiply, never divide: Polars rewrites division by a literal into a multiplication
+        # by its inverse, so every engine multiplies by this same double
+        return self.n_bins / (self.upper - self.lower)
+
+    @property
     def n_rows(self) -> int:
         return self.n_bins + 2
 
@@ -169,7 +175,7 @@ class ClippedBinning:
                 f"data: reports must be finite; found {int(bad.sum())} NaN/inf value(s)"
             )
         a, b, h, k = self.lower, self.upper, self.width, self.n_bins
-        j = np.clip(np.floor((z - a) / h), 0, k - 1)
+        j = np.clip(np.floor((z - a) * self.inv_width), 0, k - 1)
         left = z <= a
         right = z >= b
         inside = ~(left | right)
@@ -186,7 +192,7 @@ class ClippedBinning:
         col = '"' + column.replace('"', '""') + '"'
         query = f"""
         WITH t AS (SELECT CAST({col} AS DOUBLE) AS z FROM {source}),
-        u AS (SELECT z, LEAST(GREATEST(floor((z - $a) / $h), 0.0), $kmax) AS j FROM t),
+        u AS (SELECT z, LEAST(GREATEST(floor((z - $a) * $r), 0.0), $kmax) AS j FROM t),
         v AS (
           SELECT
             CASE WHEN z <= $a THEN 0 WHEN z >= $b THEN $k + 1 ELSE CAST(j AS BIGINT) + 1 END
@@ -203,9 +209,17 @@ class ClippedBinning:
         FROM v GROUP BY row
         """
         params = dict(
-            a=self.lower, b=self.upper, h=self.width, k=self.n_bins, kmax=float(self.n_bins - 1)
+            a=self.lower,
+            b=self.upper,
+            h=self.width,
+            r=self.inv_width,
+            kmax=float(self.n_bins - 1),
         )
-        return query, params
+        # exact double literals (DuckDB reads exponent notation as DOUBLE, correctly rounded);
+        # relations cannot take prepared parameters
+        for key, val in params.items():
+            query = query.replace(f"${key}", f"({val:.17e})")
+        return query.replace("$k", str(self.n_bins)), {}
 
     # ---- Narwhals -------------------------------------------------------------------------
     def narwhals_exprs(self, column: str):
@@ -214,7 +228,7 @@ class ClippedBinning:
 
         a, b, h, k = self.lower, self.upper, self.width, self.n_bins
         z = nw.col(column).cast(nw.Float64)
-        j = ((z - a) / h).floor().clip(0.0, float(k - 1))
+        j = ((z - a) * self.inv_width).floor().clip(0.0, float(k - 1))
         left = z <= a
         right = z >= b
         inside = (z > a) & (z < b)
@@ -254,12 +268,12 @@ def _is_path(data) -> bool:
 def _duckdb_table(binning, source, column, con=None, relation=None):
     import duckdb
 
-    con = con or duckdb.connect()
     if relation is not None:
-        con.register("__pmd_reports", relation)
-        source = "__pmd_reports"
-    query, params = binning.sql(source, column)
-    res = con.execute(query, params).fetchnumpy()
+        query, _ = binning.sql("__pmd_reports", column)
+        res = relation.query("__pmd_reports", query).fetchnumpy()
+    else:
+        query, _ = binning.sql(source, column)
+        res = (con or duckdb.connect()).execute(query).fetchnumpy()
     if res["nbad"].sum() > 0:
         raise ValueError(
             f"data: reports must be finite; found {int(res['nbad'].sum())} NULL/NaN/inf value(s)"
@@ -441,10 +455,10 @@ def _count(data, column):
         import duckdb
 
         src = _file_source(Path(data))
-        return int(duckdb.sql(f"SELECT count(*) FROM {src}").fetchone()[0])
+        return int(duckdb.sql(f"SELECT count(*) FROM {src}").fetchall()[0][0])
     mod = type(data).__module__.split(".")[0]
     if mod == "duckdb":
-        return int(data.aggregate("count(*)").fetchone()[0])
+        return int(data.aggregate("count(*)").fetchall()[0][0])
     if mod in ("numpy", "builtins") or isinstance(data, np.ndarray):
         return int(np.size(data))
     import narwhals as nw

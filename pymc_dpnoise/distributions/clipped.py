@@ -253,7 +253,8 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
 def _summary_table(z, lower, upper, n_bins):
     """PyTensor version of :meth:`pymc_dpnoise.summaries.ClippedBinning.numpy` (same expression)."""
     h = (upper - lower) / n_bins
-    j = pt.clip(pt.floor((z - lower) / h), 0.0, pt.cast(n_bins - 1, "float64"))
+    inv_h = pt.cast(n_bins, "float64") / (upper - lower)  # multiply, as every engine does
+    j = pt.clip(pt.floor((z - lower) * inv_h), 0.0, pt.cast(n_bins - 1, "float64"))
     left = pt.le(z, lower)
     right = pt.ge(z, upper)
     inside = ~(left | right)
