@@ -367,7 +367,9 @@ def _inside_value_and_slope(left, right, s, log_2s):
     return f, fp
 
 
-def _summary_logp_and_bound(summary, lower, upper, s, f_outside, f_inside, log_q, dlog_q):
+def _summary_logp_and_bound(
+    summary, lower, upper, s, f_outside, f_inside, log_q, dlog_q, log_q_max, dlog_q_absmax
+):
     summary = _as_f64(summary)
     n_bins = summary.shape[0] - 2
     zc, h = summary_bin_centres(lower, upper, n_bins)
@@ -379,13 +381,14 @@ def _summary_logp_and_bound(summary, lower, upper, s, f_outside, f_inside, log_q
     # bins with no reports contribute exactly 0 (n = S1 = S2 = 0), whatever f is there
     body = pt.sum(inner[:, 0] * f + inner[:, 1] * fp + 0.5 * inner[:, 2] * fpp)
     logp = left + right + body
-    # |f'''| at both edges and the centre of each bin (the sup is estimated from 3 points)
-    edges = pt.concatenate([zc - 0.5 * h, zc + 0.5 * h])
-    # edges sit exactly on lower/upper for the outer bins: pull them inside by 1e-9 h
-    edges = pt.clip(edges, lower + 1e-9 * h, upper - 1e-9 * h)
-    *_, f3e = _inside_derivatives(f_inside, log_q, dlog_q, edges, s)
-    *_, f3c = _inside_derivatives(f_inside, log_q, dlog_q, zc, s)
-    m3 = pt.maximum(pt.maximum(pt.abs(f3e[:n_bins]), pt.abs(f3e[n_bins:])), pt.abs(f3c))
+    # Rigorous sup of |f'''| on each bin, from f''' = -r (q'/q - f')/s^2 - 2 f' f'' with
+    # |f'| <= 1/s, |f''| <= (max(1, r) + 1)/s^2 and r = q/p <= max_bin q / (p(c) e^{-h/2s})
+    # (p is 1/s-log-Lipschitz, so p >= p(c) e^{-|z - c|/s} on the bin).
+    lo_e, hi_e = zc - 0.5 * h, zc + 0.5 * h
+    r_max = pt.exp(log_q_max(lo_e, hi_e) - f + 0.5 * h / s)
+    m3 = r_max * (dlog_q_absmax(lo_e, hi_e) + 1.0 / s) / pt.sqr(s) + 2.0 * (
+        pt.maximum(1.0, r_max) + 1.0
+    ) / (s * pt.sqr(s))
     bound = pt.sum(m3 * inner[:, 3]) / 6.0
     return logp, bound
 
@@ -417,7 +420,13 @@ def _normal_summary_parts(mu, sigma, lower, upper, epsilon):
     def dlog_q(z):
         return -(z - mu) / pt.sqr(sigma)
 
-    return lower, upper, s, f_outside, f_inside, log_q, dlog_q
+    def log_q_max(lo, hi):  # the normal density is largest at the point nearest mu
+        return log_q(pt.clip(mu, lo, hi))
+
+    def dlog_q_absmax(lo, hi):  # |z - mu|/sigma^2 is largest at an edge
+        return pt.maximum(pt.abs(lo - mu), pt.abs(hi - mu)) / pt.sqr(sigma)
+
+    return lower, upper, s, f_outside, f_inside, log_q, dlog_q, log_q_max, dlog_q_absmax
 
 
 def _exponential_summary_parts(lam, upper, epsilon):
@@ -444,7 +453,13 @@ def _exponential_summary_parts(lam, upper, epsilon):
     def dlog_q(z):
         return -lam * pt.ones_like(z)
 
-    return lower, upper, s, f_outside, f_inside, log_q, dlog_q
+    def log_q_max(lo, hi):  # decreasing density
+        return log_q(lo)
+
+    def dlog_q_absmax(lo, hi):
+        return lam * pt.ones_like(lo)
+
+    return lower, upper, s, f_outside, f_inside, log_q, dlog_q, log_q_max, dlog_q_absmax
 
 
 def clipped_normal_summary_logp(summary, mu, sigma, lower, upper, epsilon):
@@ -501,9 +516,18 @@ def clipped_normal_summary_error_bound(summary, mu, sigma, lower, upper, epsilon
     r"""Bound on :math:`|\text{exact} - \text{compressed}|` log likelihood at the given θ.
 
     :math:`\sum_j \tfrac16 M_j A_{3j}` with :math:`A_{3j} = \sum_{z \in j} |z - c_j|^3`
-    (stored in the summary) and :math:`M_j` the largest :math:`|f'''|` among the two edges
-    and the centre of bin j (see :func:`clipped_normal_summary_logp`; with bins narrow
-    against the scale of f''', the 3-point maximum is the supremum up to O(h)).
+    (stored in the summary) and :math:`M_j \ge \sup_j |f'''|` a rigorous bound: from the
+    formula for f''' in :func:`clipped_normal_summary_logp`, with :math:`|f'| \le 1/s`,
+    :math:`|f''| \le (\max(1, r) + 1)/s^2`, :math:`|q'/q| \le \max_{edges}|z-\mu|/\sigma^2`
+    and :math:`r = q/p \le \max_j q \,/\, (p(c_j) e^{-h/2s})` (p is :math:`1/s`-log-Lipschitz),
+
+    .. math::
+
+        M_j = \frac{r_j}{s^2}\Big(\max|q'/q| + \frac1s\Big) + \frac{2(\max(1, r_j) + 1)}{s^3}.
+
+    (A first version took the largest |f'''| at the edges and the centre of each bin; that is
+    not a supremum when σ is smaller than the bin width, and the bound then failed on a
+    parameter grid reaching σ → 0.)
     """
     parts = _normal_summary_parts(mu, sigma, lower, upper, epsilon)
     return _summary_logp_and_bound(summary, *parts)[1]
@@ -537,5 +561,5 @@ def clipped_summary_derivatives(kind, z, *params):
     ``"exponential"`` (``lam, upper, epsilon``).  Used to choose bin widths and in tests.
     """
     parts = (_normal_summary_parts if kind == "normal" else _exponential_summary_parts)(*params)
-    _, _, s, _, f_inside, log_q, dlog_q = parts
+    _, _, s, _, f_inside, log_q, dlog_q, *_ = parts
     return _inside_derivatives(f_inside, log_q, dlog_q, _as_f64(z), s)
