@@ -22,6 +22,8 @@ diagnostics
     Simulation-based calibration, coverage, KS, MMD, ECDF distance.
 baselines
     Comparison methods from the papers (e.g. the noise-ignoring model).
+summaries
+    Binned summaries of N reports (NumPy, DuckDB files, any dataframe) for O(bins) likelihoods.
 datasets
     Loaders for the real data sets shipped with the package, and the papers' feature matrices.
 experiments
@@ -37,7 +39,9 @@ from importlib.metadata import PackageNotFoundError, version
 _DISTRIBUTIONS = (
     "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
+    "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",
+    "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
     "PerturbedLogReg",
@@ -46,7 +50,7 @@ _DISTRIBUTIONS = (
     "UnaryEncodingLikelihood",
 )
 
-_OTHER = {"BayesNet": ".bayesnet"}
+_OTHER = {"BayesNet": ".bayesnet", "summarize": ".summaries"}
 
 
 def __getattr__(name):
@@ -56,8 +60,8 @@ def __getattr__(name):
         value = getattr(importlib.import_module(".distributions", __name__), name)
     elif name in _OTHER:
         value = getattr(importlib.import_module(_OTHER[name], __name__), name)
-    elif name == "mechanisms":
-        value = importlib.import_module(".mechanisms", __name__)
+    elif name in ("mechanisms", "summaries"):
+        value = importlib.import_module("." + name, __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -73,4 +77,4 @@ try:
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
-__all__ = [*_DISTRIBUTIONS, *_OTHER, "__version__", "mechanisms"]
+__all__ = [*_DISTRIBUTIONS, *_OTHER, "__version__", "mechanisms", "summaries"]

@@ -14,7 +14,9 @@ mechanism for data holders, and the test-suite checks that both give the same di
 
 from .clipped import (
     LaplacePerturbedClippedExponential,
+    LaplacePerturbedClippedExponentialSummary,
     LaplacePerturbedClippedNormal,
+    LaplacePerturbedClippedNormalSummary,
 )
 from .frequency import (
     KRRLikelihood,
@@ -28,7 +30,9 @@ from .sufficient import SSNormalApprox
 __all__ = [
     "KRRLikelihood",
     "LaplacePerturbedClippedExponential",
+    "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",
+    "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
     "PerturbedLogReg",

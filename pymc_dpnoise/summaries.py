@@ -1,0 +1,538 @@
+r"""Binned summaries of privatised reports, built in one group-by pass on any engine.
+
+N clipped Gaussian or clipped exponential Laplace reports (:class:`~pymc_dpnoise.LaplacePerturbedClippedNormal`,
+:class:`~pymc_dpnoise.LaplacePerturbedClippedExponential`) enter the likelihood through a
+``(K + 2, 4)`` table, whatever N is:
+
+=========  ===================================  =====================================================
+row        reports                              columns
+=========  ===================================  =====================================================
+0          :math:`z \le a` (left tail)          :math:`n_L,\ \sum (a - z),\ 0,\ 0`
+1 … K      :math:`a < z < b`, bin j = row − 1   :math:`n_j,\ \sum (z-c_j),\ \sum (z-c_j)^2,\ \sum |z-c_j|^3`
+K + 1      :math:`z \ge b` (right tail)         :math:`n_R,\ \sum (z - b),\ 0,\ 0`
+=========  ===================================  =====================================================
+
+with :math:`h = (b - a)/K` and :math:`c_j = a + (j + \tfrac12) h`.  The tails are exact
+sufficient statistics; the bins feed a second-order expansion of the log density around
+:math:`c_j` whose error is bounded by :math:`\tfrac16 \sum_j \sup_j|f'''| \sum_{z \in j}|z - c_j|^3`
+(:func:`pymc_dpnoise.math.clipped_normal_summary_logp` derives it).  Bins are aligned with
+the clipping bounds, where the density has kinks.
+
+**Bin assignment is the same expression in every engine**, so every engine gives identical
+counts (moments differ only by summation order):
+
+.. code-block:: text
+
+    j   = min(max(floor((z - a) * r), 0), K - 1)        # r = K / (b - a), float64
+    row = 0 if z <= a else K + 1 if z >= b else j + 1
+    d   = a - z | z - (a + (j + 0.5) * h) | z - b        # left | inside | right
+
+Engines (:func:`summarize` dispatches on the type of ``data``):
+
+* NumPy arrays (and anything :func:`numpy.asarray` takes), in chunks of ``2**20`` reports;
+* a path to a Parquet or CSV file, or a DuckDB relation: one SQL ``GROUP BY`` run by DuckDB,
+  streaming the file (nothing is loaded into Python memory);
+* any dataframe Narwhals knows (pandas, Polars eager or lazy, PyArrow, Dask, PySpark, ...),
+  with the group-by executed by the backend itself (lazily where the backend is lazy).
+
+The binning is a small object (:class:`ClippedBinning`) with one method per engine, so other
+report types (histogram reports, regression scatter matrices) can plug into the same
+:func:`aggregate` dispatcher with their own binning object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "ClippedBinning",
+    "ClippedSummary",
+    "aggregate",
+    "choose_n_bins",
+    "summarize",
+]
+
+_CHUNK = 1 << 20
+_COLUMNS = ("n", "s1", "s2", "a3")
+
+
+# --------------------------------------------------------------------------------------------
+# The summary object
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClippedSummary:
+    """Binned summary of clipped Laplace reports (see the module docstring for the table).
+
+    Pass it as ``observed`` to :class:`~pymc_dpnoise.LaplacePerturbedClippedNormalSummary` or
+    :class:`~pymc_dpnoise.LaplacePerturbedClippedExponentialSummary`; ``np.asarray(summary)``
+    is the ``(n_bins + 2, 4)`` table.
+
+    Attributes
+    ----------
+    table : ndarray, shape (n_bins + 2, 4)
+    lower, upper, epsilon : float
+        Clipping bounds and (scalar) privacy budget of every report.
+    tol : float or None
+        Error budget in nats the bin count was chosen for (None if ``n_bins`` was given).
+    design_bound : float or None
+        The error bound promised at design time over the parameter box (nats).
+    """
+
+    table: np.ndarray
+    lower: float
+    upper: float
+    epsilon: float
+    tol: float | None = None
+    design_bound: float | None = None
+
+    def __post_init__(self):
+        t = np.asarray(self.table, dtype=np.float64)
+        if t.ndim != 2 or t.shape[1] != 4 or t.shape[0] < 3:
+            raise ValueError(f"table: expected shape (n_bins + 2, 4), got {t.shape}")
+        object.__setattr__(self, "table", t)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.table if dtype is None else self.table.astype(dtype)
+
+    @property
+    def n_bins(self) -> int:
+        return self.table.shape[0] - 2
+
+    @property
+    def n_total(self) -> int:
+        return int(np.rint(self.table[:, 0].sum()))
+
+    @property
+    def bin_width(self) -> float:
+        return (self.upper - self.lower) / self.n_bins
+
+    @property
+    def centres(self) -> np.ndarray:
+        return self.lower + (np.arange(self.n_bins) + 0.5) * self.bin_width
+
+
+# --------------------------------------------------------------------------------------------
+# Binning: one expression, one method per engine
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClippedBinning:
+    """Bins of width ``(upper - lower)/n_bins`` on ``(lower, upper)`` plus the two tails."""
+
+    lower: float
+    upper: float
+    n_bins: int
+
+    def __post_init__(self):
+        lo, hi = float(self.lower), float(self.upper)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"lower, upper: need finite lower < upper, got {lo}, {hi}")
+        if int(self.n_bins) < 1:
+            raise ValueError(f"n_bins: must be >= 1, got {self.n_bins}")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+        object.__setattr__(self, "n_bins", int(self.n_bins))
+
+    @property
+    def width(self) -> float:
+        return (self.upper - self.lower) / self.n_bins
+
+    @property
+    def inv_width(self) -> float:
+        # multiply, never divide: Polars rewrites division by a literal into a multiplication
+        # by its inverse, so every engine multiplies by this same double
+        return self.n_bins / (self.upper - self.lower)
+
+    @property
+    def n_rows(self) -> int:
+        return self.n_bins + 2
+
+    def empty(self) -> np.ndarray:
+        return np.zeros((self.n_rows, 4))
+
+    # ---- NumPy ----------------------------------------------------------------------------
+    def numpy(self, z) -> np.ndarray:
+        """Table of one array of reports (processed in chunks)."""
+        z = np.asarray(z, dtype=np.float64).ravel()
+        out = self.empty()
+        for start in range(0, z.size, _CHUNK):
+            out += self._numpy_chunk(z[start : start + _CHUNK])
+        return out
+
+    def _numpy_chunk(self, z):
+        bad = ~np.isfinite(z)
+        if bad.any():
+            raise ValueError(
+                f"data: reports must be finite; found {int(bad.sum())} NaN/inf value(s)"
+            )
+        a, b, h, k = self.lower, self.upper, self.width, self.n_bins
+        j = np.clip(np.floor((z - a) * self.inv_width), 0, k - 1)
+        left = z <= a
+        right = z >= b
+        inside = ~(left | right)
+        row = np.where(left, 0, np.where(right, k + 1, j.astype(np.int64) + 1))
+        d = np.where(left, a - z, np.where(right, z - b, z - (a + (j + 0.5) * h)))
+        d2 = np.where(inside, d * d, 0.0)
+        d3 = np.where(inside, np.abs(d) * d * d, 0.0)
+        cols = [np.bincount(row, weights=w, minlength=k + 2) for w in (None, d, d2, d3)]
+        return np.stack(cols, axis=1).astype(np.float64)
+
+    # ---- SQL (DuckDB) ---------------------------------------------------------------------
+    def sql(self, source: str, column: str) -> tuple[str, dict]:
+        """A DuckDB query (with named parameters) reading ``column`` from ``source``."""
+        col = '"' + column.replace('"', '""') + '"'
+        query = f"""
+        WITH t AS (SELECT CAST({col} AS DOUBLE) AS z FROM {source}),
+        u AS (SELECT z, LEAST(GREATEST(floor((z - $a) * $r), 0.0), $kmax) AS j FROM t),
+        v AS (
+          SELECT
+            CASE WHEN z <= $a THEN 0 WHEN z >= $b THEN $k + 1 ELSE CAST(j AS BIGINT) + 1 END
+              AS row,
+            CASE WHEN z <= $a THEN $a - z WHEN z >= $b THEN z - $b
+                 ELSE z - ($a + (j + 0.5) * $h) END AS d,
+            (z > $a AND z < $b) AS ins,
+            (z IS NULL OR NOT isfinite(z)) AS bad
+          FROM u)
+        SELECT row, count(*) AS n, sum(d) AS s1,
+               sum(CASE WHEN ins THEN d * d ELSE 0.0 END) AS s2,
+               sum(CASE WHEN ins THEN abs(d) * d * d ELSE 0.0 END) AS a3,
+               sum(CAST(bad AS BIGINT)) AS nbad
+        FROM v GROUP BY row
+        """
+        params = dict(
+            a=self.lower,
+            b=self.upper,
+            h=self.width,
+            r=self.inv_width,
+            kmax=float(self.n_bins - 1),
+        )
+        # exact double literals (DuckDB reads exponent notation as DOUBLE, correctly rounded);
+        # relations cannot take prepared parameters
+        for key, val in params.items():
+            query = query.replace(f"${key}", f"({val:.17e})")
+        return query.replace("$k", str(self.n_bins)), {}
+
+    # ---- Narwhals -------------------------------------------------------------------------
+    def narwhals_exprs(self, column: str):
+        """``(row, d, d2, d3)`` Narwhals expressions on ``column``."""
+        import narwhals as nw
+
+        a, b, h, k = self.lower, self.upper, self.width, self.n_bins
+        z = nw.col(column).cast(nw.Float64)
+        j = ((z - a) * self.inv_width).floor().clip(0.0, float(k - 1))
+        left = z <= a
+        right = z >= b
+        inside = (z > a) & (z < b)
+        row = (
+            nw.when(left)
+            .then(nw.lit(0))
+            .otherwise(nw.when(right).then(nw.lit(k + 1)).otherwise(j.cast(nw.Int64) + 1))
+            .cast(nw.Int64)
+        )
+        d = (
+            nw.when(left)
+            .then(a - z)
+            .otherwise(nw.when(right).then(z - b).otherwise(z - (a + (j + 0.5) * h)))
+        )
+        return row, d, inside
+
+    def finish(self, rows, n, s1, s2, a3) -> np.ndarray:
+        """Scatter grouped rows (any order, absent rows = empty) into the table."""
+        out = self.empty()
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_rows):
+            raise RuntimeError("aggregation produced a bin index out of range")
+        for c, v in enumerate((n, s1, s2, a3)):
+            np.add.at(out[:, c], rows, np.asarray(v, dtype=np.float64))
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Engines
+# --------------------------------------------------------------------------------------------
+
+
+def _is_path(data) -> bool:
+    return isinstance(data, str | os.PathLike)
+
+
+def _duckdb_table(binning, source, column, con=None, relation=None):
+    import duckdb
+
+    if relation is not None:
+        query, _ = binning.sql("__pmd_reports", column)
+        res = relation.query("__pmd_reports", query).fetchnumpy()
+    else:
+        query, _ = binning.sql(source, column)
+        res = (con or duckdb.connect()).execute(query).fetchnumpy()
+    if res["nbad"].sum() > 0:
+        raise ValueError(
+            f"data: reports must be finite; found {int(res['nbad'].sum())} NULL/NaN/inf value(s)"
+        )
+    return binning.finish(res["row"], res["n"], res["s1"], res["s2"], res["a3"])
+
+
+def _file_source(path: Path) -> str:
+    suffix = "".join(path.suffixes).lower()
+    quoted = "'" + str(path).replace("'", "''") + "'"
+    if ".parquet" in suffix or ".pq" in suffix:
+        return f"read_parquet({quoted})"
+    if ".csv" in suffix or ".tsv" in suffix:
+        return f"read_csv({quoted})"
+    raise ValueError(f"data: cannot tell the format of {str(path)!r} (use .parquet or .csv)")
+
+
+def _narwhals_table(binning, data, column):
+    import narwhals as nw
+
+    frame = nw.from_native(data)
+    if column is None:
+        names = frame.collect_schema().names()
+        if len(names) != 1:
+            raise ValueError(
+                f"column: the dataframe has columns {names}; say which holds the reports"
+            )
+        column = names[0]
+    row, d, inside = binning.narwhals_exprs(column)
+    zc = nw.col(column).cast(nw.Float64)
+    bad = (zc.is_null() | zc.is_nan() | (zc.abs() == float("inf"))).cast(nw.Int64)
+    bad = nw.when(zc.is_null()).then(nw.lit(1)).otherwise(bad).cast(nw.Int64)
+    staged = frame.select(
+        row.alias("row"),
+        d.alias("d"),
+        nw.when(inside).then(d * d).otherwise(0.0).alias("d2"),
+        nw.when(inside).then(d.abs() * d * d).otherwise(0.0).alias("d3"),
+        bad.alias("bad"),
+    )
+    grouped = staged.group_by("row").agg(
+        nw.len().alias("n"),
+        nw.col("d").sum().alias("s1"),
+        nw.col("d2").sum().alias("s2"),
+        nw.col("d3").sum().alias("a3"),
+        nw.col("bad").sum().alias("nbad"),
+    )
+    if isinstance(grouped, nw.LazyFrame):
+        grouped = grouped.collect()
+    res = {c: grouped[c].to_numpy() for c in ("row", "n", "s1", "s2", "a3", "nbad")}
+    if res["nbad"].sum() > 0:
+        raise ValueError(
+            f"data: reports must be finite; found {int(res['nbad'].sum())} NULL/NaN/inf value(s)"
+        )
+    return binning.finish(res["row"], res["n"], res["s1"], res["s2"], res["a3"])
+
+
+def aggregate(data, binning, *, column=None, con=None) -> np.ndarray:
+    """Run ``binning`` over ``data`` in one group-by pass and return the summary table.
+
+    Parameters
+    ----------
+    data : array_like, str or PathLike, DuckDB relation, or a dataframe
+        NumPy-like arrays are binned in chunks; a ``.parquet``/``.csv`` path is streamed by
+        DuckDB; a DuckDB relation is queried in place; any other dataframe (pandas, Polars,
+        PyArrow, Dask, PySpark, ...) goes through Narwhals and is grouped by its own engine.
+    binning : ClippedBinning
+        The bins (and the per-engine expressions).
+    column : str, optional
+        Column of the reports (needed for files and dataframes with several columns).
+    con : duckdb connection, optional
+        For files and relations; a fresh in-memory connection otherwise.
+    """
+    if _is_path(data):
+        path = Path(data)
+        if column is None:
+            raise ValueError("column: name the column of reports in the file")
+        return _duckdb_table(binning, _file_source(path), column, con=con)
+    mod = type(data).__module__.split(".")[0]
+    if mod == "duckdb":
+        if column is None:
+            cols = data.columns
+            if len(cols) != 1:
+                raise ValueError(
+                    f"column: the relation has columns {cols}; say which holds the reports"
+                )
+            column = cols[0]
+        return _duckdb_table(binning, None, column, con=con, relation=data)
+    if mod in ("numpy", "builtins") or isinstance(data, np.ndarray):
+        return binning.numpy(data)
+    if mod == "pytensor":
+        raise TypeError("data: give concrete reports (NumPy, dataframe or file), not a tensor")
+    return _narwhals_table(binning, data, column)
+
+
+# --------------------------------------------------------------------------------------------
+# Choosing the bin count from an error budget
+# --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=2)
+def _f3_function(model):
+    import pytensor
+    import pytensor.tensor as pt
+
+    from .math.clipped import clipped_summary_derivatives
+
+    z = pt.dvector("z")
+    if model == "normal":
+        params = [pt.dscalar(n) for n in ("mu", "sigma", "lower", "upper", "epsilon")]
+    else:
+        params = [pt.dscalar(n) for n in ("lam", "upper", "epsilon")]
+    *_, f3 = clipped_summary_derivatives(model, z, *params)
+    return pytensor.function([z, *params], pt.abs(f3))
+
+
+def _default_box(model, lower, upper):
+    width = upper - lower
+    if model == "normal":
+        return dict(mu=np.linspace(lower, upper, 5), sigma=np.geomspace(width / 20, 2 * width, 6))
+    return dict(lam=np.geomspace(0.2 / upper, 20.0 / upper, 8))
+
+
+def choose_n_bins(model, n, lower, upper, epsilon, tol, params=None, max_bins=1 << 14):
+    r"""Smallest uniform bin count whose worst-case error over a parameter box is ≤ ``tol``.
+
+    With every report inside (the worst case), the error of the second-order expansion is at
+    most :math:`N\, M_3 h^3/48` with :math:`M_3 = \sup |f'''|` over :math:`(a, b)` and the
+    parameter box (each report is within :math:`h/2` of its centre:
+    :math:`\tfrac16 (h/2)^3 = h^3/48`).  So :math:`h = (48\,\mathrm{tol}/(N M_3))^{1/3}`.
+    :math:`M_3` is the maximum of :math:`|f'''|` on 512 points of :math:`(a, b)` for every
+    combination of the box's values.
+
+    Parameters
+    ----------
+    model : {"normal", "exponential"}
+    n : int
+        Number of reports.
+    params : dict of array_like, optional
+        Parameter values the bound must hold at (their Cartesian product).  Default: normal
+        ``mu`` in 5 points of [lower, upper] and ``sigma`` from (upper-lower)/20 to
+        2 (upper-lower); exponential ``lam`` from 0.2/upper to 20/upper.
+
+    Returns
+    -------
+    n_bins : int
+    bound : float
+        :math:`N M_3 h^3 / 48` at the chosen h.
+    """
+    if not tol > 0:
+        raise ValueError(f"tol: must be > 0 nats, got {tol}")
+    box = params or _default_box(model, lower, upper)
+    f3 = _f3_function(model)
+    t = (np.arange(512) + 0.5) / 512
+    z = lower + (upper - lower) * t
+    m3 = 0.0
+    names = ("mu", "sigma") if model == "normal" else ("lam",)
+    missing = [k for k in names if k not in box]
+    if missing:
+        raise ValueError(f"params: need values for {missing}")
+    grids = np.meshgrid(*[np.atleast_1d(np.asarray(box[k], float)) for k in names], indexing="ij")
+    for vals in zip(*(g.ravel() for g in grids), strict=True):
+        if model == "normal":
+            v = f3(z, vals[0], vals[1], lower, upper, epsilon)
+        else:
+            v = f3(z, vals[0], upper, epsilon)
+        m3 = max(m3, float(np.max(v)))
+    width = upper - lower
+    if m3 == 0.0 or n == 0:
+        k = 1
+    else:
+        h = (48.0 * tol / (n * m3)) ** (1.0 / 3.0)
+        k = int(min(max(math.ceil(width / h), 1), max_bins))
+    h = width / k
+    return k, n * m3 * h**3 / 48.0
+
+
+def _count(data, column):
+    if _is_path(data):
+        import duckdb
+
+        src = _file_source(Path(data))
+        return int(duckdb.sql(f"SELECT count(*) FROM {src}").fetchall()[0][0])
+    mod = type(data).__module__.split(".")[0]
+    if mod == "duckdb":
+        return int(data.aggregate("count(*)").fetchall()[0][0])
+    if mod in ("numpy", "builtins") or isinstance(data, np.ndarray):
+        return int(np.size(data))
+    import narwhals as nw
+
+    frame = nw.from_native(data)
+    out = frame.select(nw.len())
+    if isinstance(out, nw.LazyFrame):
+        out = out.collect()
+    return int(out.item())
+
+
+def summarize(
+    data,
+    lower,
+    upper,
+    epsilon,
+    *,
+    tol=0.01,
+    n_bins=None,
+    model="normal",
+    params=None,
+    column=None,
+    con=None,
+    max_bins=1 << 14,
+) -> ClippedSummary:
+    r"""Summarise clipped Laplace reports into a :class:`ClippedSummary` in one pass.
+
+    Parameters
+    ----------
+    data : array_like, path, DuckDB relation or dataframe
+        The reports (see :func:`aggregate` for the engines).
+    lower, upper : float
+        Clipping bounds (``lower = 0`` for the clipped exponential).
+    epsilon : float
+        Privacy budget of every report (a scalar: with personalised budgets, summarise each
+        budget group separately).
+    tol : float
+        Error budget in nats for the whole log likelihood; sets the bin count through
+        :func:`choose_n_bins` (unless ``n_bins`` is given).
+    n_bins : int, optional
+        Fix the number of inside bins instead.
+    model : {"normal", "exponential"}
+        Which likelihood the bin count is chosen for.
+    params : dict, optional
+        Parameter box for :func:`choose_n_bins`.
+    column : str, optional
+        Column holding the reports (files, relations and dataframes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_dpnoise as pmd
+    >>> rng = np.random.default_rng(0)
+    >>> z = pmd.mechanisms.perturb_clipped(rng.normal(1.0, 2.0, 10_000), -5.0, 5.0, 1.0, rng)
+    >>> s = pmd.summarize(z, -5.0, 5.0, 1.0, n_bins=64)
+    >>> s.table.shape, s.n_total
+    ((66, 4), 10000)
+    """
+    lower, upper, epsilon = float(lower), float(upper), float(epsilon)
+    if model not in ("normal", "exponential"):
+        raise ValueError(f"model: 'normal' or 'exponential', got {model!r}")
+    if model == "exponential" and lower != 0.0:
+        raise ValueError(f"lower: the clipped exponential is clipped to [0, upper], got {lower}")
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon: must be a finite scalar > 0, got {epsilon}")
+    design = None
+    if n_bins is None:
+        n = _count(data, column)
+        n_bins, design = choose_n_bins(
+            model, n, lower, upper, epsilon, tol, params=params, max_bins=max_bins
+        )
+        used_tol = tol
+    else:
+        used_tol = None
+    binning = ClippedBinning(lower, upper, n_bins)
+    table = aggregate(data, binning, column=column, con=con)
+    return ClippedSummary(table, lower, upper, epsilon, tol=used_tol, design_bound=design)
