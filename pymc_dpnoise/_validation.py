@@ -71,6 +71,14 @@ def check_broadcast(**arrays) -> tuple[int, ...]:
         raise ValueError(f"arguments do not broadcast together: {desc}") from None
 
 
+def broadcasts_to(shape, target) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` without enlarging it."""
+    try:
+        return np.broadcast_shapes(tuple(target), tuple(shape)) == tuple(target)
+    except ValueError:
+        return False
+
+
 def check_shapes(params: dict, shape=None, size=None) -> None:
     """Known parameter shapes must broadcast together, and into ``shape``/``size`` if given.
 
@@ -87,11 +95,7 @@ def check_shapes(params: dict, shape=None, size=None) -> None:
     except Exception:  # symbolic shape (e.g. from dims): PyMC checks it when the graph runs
         return
     for k, s in known.items():
-        try:
-            ok = np.broadcast_shapes(target, s) == target
-        except ValueError:
-            ok = False
-        if not ok:
+        if not broadcasts_to(s, target):
             raise ValueError(
                 f"`{k}` has shape {s}, which does not broadcast to the variable's shape {target} "
                 "(the shape of the observed reports, if given)"

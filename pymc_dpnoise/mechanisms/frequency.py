@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_finite, check_positive
-from .core import _rng
+from .core import _rng, release_guard
 
 __all__ = [
     "clip_normalize",
@@ -96,6 +96,11 @@ def krr_probabilities(epsilon, k):
     return keep[()], ((1.0 - keep) / (k - 1))[()]
 
 
+@release_guard(
+    records="items",
+    privacy={"keep_prob": "probability", "flip_prob": "probability"},
+    per_record=("keep_prob", "flip_prob"),
+)
 def unary_encoding_perturb(items, k, keep_prob, flip_prob, rng):
     """Unary encoding: one-hot encode each item, report each bit as 1 with ``keep_prob`` (own
     bit) or ``flip_prob`` (other bits).  Returns an ``int8`` array of shape ``items.shape + (k,)``.
@@ -122,6 +127,7 @@ def unary_encoding_perturb(items, k, keep_prob, flip_prob, rng):
     return (rng.random(x.shape + (k,)) < prob).astype(np.int8)
 
 
+@release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
 def oue_perturb(items, k, epsilon, rng):
     """Optimal unary encoding (Wang et al. 2017; LDP paper eq. 9).
 
@@ -152,6 +158,7 @@ def oue_perturb(items, k, epsilon, rng):
     return unary_encoding_perturb(x, k, a, b, rng)
 
 
+@release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
 def sue_perturb(items, k, epsilon, rng):
     """Symmetric unary encoding (basic one-time RAPPOR): keep prob ``e^{ε/2}/(1+e^{ε/2})``."""
     x = _items(items, k)
@@ -160,6 +167,7 @@ def sue_perturb(items, k, epsilon, rng):
     return unary_encoding_perturb(x, k, a, b, rng)
 
 
+@release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
 def krr_perturb(items, k, epsilon, rng):
     """k-ary randomized response (direct encoding); ``k = 2`` is binary randomized response.
 
