@@ -9,24 +9,44 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 
 
-def constant_value(x):
-    """The numeric value of ``x`` if it is known now (a number, array, constant or shared), else None."""
+def constant_value(x, name: str | None = None):
+    """The numeric value of ``x`` if it is known now (a number, array, constant or shared), else None.
+
+    Strings, booleans-as-text and object arrays that are not numbers raise ``TypeError``
+    (naming ``name`` when given).
+    """
     if isinstance(x, SharedVariable):
         return np.asarray(x.get_value())
     if isinstance(x, Constant):
         return np.asarray(x.data)
     if isinstance(x, Variable):
         return None
+    if hasattr(x, "to_numpy") and not isinstance(x, Variable):  # pandas / xarray
+        x = x.to_numpy()
+    if isinstance(x, str | bytes):
+        raise TypeError(f"`{name or 'argument'}` must be numeric; got the string {x!r}")
     if isinstance(x, numbers.Number | np.ndarray | list | tuple | np.generic):
+        if np.asarray(x).dtype.kind in "USV":
+            raise TypeError(f"`{name or 'argument'}` must be numeric; got strings {x!r:.60}")
         try:
             return np.asarray(x, dtype=float)
         except (TypeError, ValueError) as err:
-            raise TypeError(f"could not convert argument to a float array: {err}") from None
+            what = f"`{name}`" if name else "argument"
+            raise TypeError(f"{what} must be numeric (a float array): {err}") from None
     return None
 
 
+def check_required(**params) -> None:
+    """Raise ``TypeError`` naming each parameter that is ``None`` (it would become NaN)."""
+    for name, value in params.items():
+        if value is None:
+            raise TypeError(f"`{name}` is None; it is required (a number, array or tensor)")
+
+
 def check_finite(name: str, value) -> None:
-    v = constant_value(value)
+    """Raise naming ``name`` if ``value`` is None, non-numeric or (when known) not finite."""
+    check_required(**{name: value})
+    v = constant_value(value, name)
     if v is None:
         return
     bad = ~np.isfinite(v)
@@ -38,7 +58,8 @@ def check_finite(name: str, value) -> None:
 
 def check_positive(name: str, value) -> None:
     """Raise ``ValueError`` naming ``name`` if a known value is not finite and > 0."""
-    v = constant_value(value)
+    check_required(**{name: value})
+    v = constant_value(value, name)
     if v is None:
         return
     check_finite(name, v)
@@ -48,7 +69,8 @@ def check_positive(name: str, value) -> None:
 
 def check_less(name_lo: str, lo, name_hi: str, hi) -> None:
     """Raise ``ValueError`` if known values do not satisfy lo < hi (elementwise, broadcast)."""
-    a, b = constant_value(lo), constant_value(hi)
+    check_required(**{name_lo: lo, name_hi: hi})
+    a, b = constant_value(lo, name_lo), constant_value(hi, name_hi)
     if a is None or b is None:
         return
     check_finite(name_lo, a)
@@ -84,7 +106,7 @@ def check_shapes(params: dict, shape=None, size=None) -> None:
 
     Only parameters whose value is known now (numbers, arrays, constants) are checked.
     """
-    values = {k: constant_value(v) for k, v in params.items()}
+    values = {k: constant_value(v, k) for k, v in params.items()}
     known = {k: np.shape(v) for k, v in values.items() if v is not None}
     check_broadcast(**{k: np.empty(s) for k, s in known.items()})
     target = shape if shape is not None else size

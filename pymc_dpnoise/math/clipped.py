@@ -75,8 +75,11 @@ def log_tilted_ndtr(x, kappa):
 
 
 def _logdiffexp(a, b):
-    # log(exp(a) - exp(b)) for a > b
-    return a + pt.log1mexp(b - a)
+    # log(exp(a) - exp(b)) for a > b.  When a and b are so large (|a| > 1e16 or so) that their
+    # difference is lost to rounding, b - a can come out as 0: the term is then taken as
+    # e^{a - 690} instead of -inf (it is negligible next to the others wherever this happens;
+    # without the clamp its gradient was NaN, e.g. for |mu| >= 1e16 in the clipped normal).
+    return a + pt.log1mexp(pt.minimum(b - a, -1e-300))
 
 
 def log_tilted_interval(lo, hi, kappa):

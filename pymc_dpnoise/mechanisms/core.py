@@ -116,7 +116,7 @@ def check_release(name: str, released, record_shape=None) -> None:
         )
 
 
-def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None):
+def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None, scalar=()):
     """Decorator: the privacy contract of a release function, checked in one place.
 
     Parameters
@@ -134,6 +134,8 @@ def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None)
         Trailing axes of one record (1 for a row of a design matrix).
     output : callable, optional
         Extracts the released array from the return value (default: the value itself).
+    scalar : tuple of str
+        Privacy parameters that must be single numbers (one budget for the whole release).
 
     After the call, the release must be finite and have one report per record.  The decorated
     function gets the attribute ``__release_guard__`` with this contract, which the test-suite
@@ -148,8 +150,16 @@ def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None)
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
             a = bound.arguments
+            for name, value in a.items():  # pandas / xarray: plain arrays from here on
+                if hasattr(value, "to_numpy") and not isinstance(value, np.ndarray):
+                    a[name] = value.to_numpy()
             for name, kind in privacy.items():
                 check_privacy_parameter(name, a[name], kind)
+                if name in scalar and np.ndim(a[name]) != 0:
+                    raise ValueError(
+                        f"`{name}` must be a single number for {fn.__name__}; got shape "
+                        f"{np.shape(a[name])}"
+                    )
             record_shape = None
             if records is not None:
                 data = a[records]
@@ -165,6 +175,7 @@ def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None)
         wrapper.__release_guard__ = dict(
             records=records,
             privacy=dict(privacy),
+            scalar=tuple(scalar),
             per_record=tuple(per_record),
             event_ndim=event_ndim,
         )

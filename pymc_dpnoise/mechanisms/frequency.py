@@ -63,9 +63,19 @@ def _items(items, k):
     return x
 
 
+#: largest budget the frequency oracles accept (e^epsilon must stay finite; the likelihoods
+#: have the same limit)
+MAX_EPSILON = 700.0
+
+
 def _epsilon(epsilon, shape):
     check_positive("epsilon", epsilon)
     eps = np.asarray(epsilon, dtype=float)
+    if np.any(eps > MAX_EPSILON):
+        raise ValueError(
+            f"`epsilon` must be <= {MAX_EPSILON:g} for a frequency oracle (e^epsilon overflows "
+            f"and the flip probabilities round to 0); got {eps[eps > MAX_EPSILON].ravel()[:3]}"
+        )
     try:
         out = np.broadcast_shapes(eps.shape, shape)
     except ValueError:

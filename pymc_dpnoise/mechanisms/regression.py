@@ -76,6 +76,7 @@ def split_epsilon(epsilon, c=0.5):
         "c": "probability",
     },
     per_record=("y",),
+    scalar=("epsilon", "delta", "R", "R_y", "c"),
     output=lambda rel: rel.reports,
 )
 def perturb_linreg(X, y, epsilon, delta, rng, *, R=1.0, R_y=2.0, c=0.5):
@@ -117,6 +118,7 @@ def perturb_linreg(X, y, epsilon, delta, rng, *, R=1.0, R_y=2.0, c=0.5):
     event_ndim=1,
     privacy={"epsilon": "epsilon", "delta": "delta", "R": "positive", "c": "probability"},
     per_record=("labels",),
+    scalar=("epsilon", "delta", "R", "c"),
     output=lambda rel: rel.reports,
 )
 def perturb_logreg(X, labels, epsilon, delta, rng, *, R=1.0, c=0.5):

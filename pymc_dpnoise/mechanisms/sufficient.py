@@ -223,6 +223,7 @@ class SSRelease(NamedTuple):
 @release_guard(
     records=None,
     privacy={"epsilon": "epsilon", "delta": "delta", "R": "positive", "Ry": "positive"},
+    scalar=("epsilon", "delta", "R", "Ry"),
     output=lambda rel: rel.z,
 )
 def release_sufficient_statistics(
