@@ -151,6 +151,8 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
         reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
         kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
         ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
+        # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
+        ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
         # evaluate at harmless parameters where they are refused, so no NaN reaches a gradient
         mu, sigma, lower, upper, epsilon = _safe_params(
             ok,
@@ -166,7 +168,8 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
             res,
             ok,
             msg=f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
-            f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}",
+            f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
+            f"epsilon >= {1 / MAX_STANDARDISED:g}",
         )
 
 

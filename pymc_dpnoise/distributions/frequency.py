@@ -92,7 +92,7 @@ def _check_epsilon(epsilon, name="epsilon"):
 
 
 def _check_probability(name, v):
-    v = constant_value(v)
+    v = constant_value(v, name)
     if v is None:
         return
     check_finite(name, v)
@@ -101,7 +101,7 @@ def _check_probability(name, v):
 
 
 def _check_counts(counts):
-    v = constant_value(counts)
+    v = constant_value(counts, "counts")
     if v is None:
         return
     check_finite("counts", v)
@@ -117,7 +117,7 @@ def _check_batch(scalars: dict, p, shape=None, event_ndim=1):
     if pv is not None:
         shapes["p"] = pv.shape[:-1]
     for k, v in scalars.items():
-        cv = constant_value(v)
+        cv = constant_value(v, k)
         if cv is not None:
             shapes[k] = cv.shape
     try:
