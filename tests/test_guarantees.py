@@ -105,3 +105,100 @@ def test_issue17_clipped_normal_large_epsilon_limit(eps):
     np.testing.assert_allclose(logp, ref, rtol=0, atol=max(1e-12, 50 * s**2))
     for g in grads:
         assert np.all(np.isfinite(g))
+
+
+# --------------------------------------------------------------------------------------------
+# k-RR: one report, a model with one report, per-report p (the hierarchical case)
+# --------------------------------------------------------------------------------------------
+
+P3 = np.array([0.2, 0.3, 0.5])
+
+
+def _krr_ref(y, p, eps):
+    return np.log1p(np.expm1(eps) * p[y]) - np.log(np.exp(eps) + len(p) - 1)
+
+
+def test_issue17_krr_single_report_and_per_report_p():
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    # was: [] (the single report dropped)
+    out = pm.logp(pmd.KRRLikelihood.dist(p=P3, epsilon=1.0), np.array([1])).eval()
+    np.testing.assert_allclose(out, [_krr_ref(1, P3, 1.0)], rtol=1e-12)
+    # was: "Alloc static input type and target shape are incompatible"
+    p2 = np.array([P3, P3[::-1]])
+    out = pm.logp(pmd.KRRLikelihood.dist(p=p2, epsilon=1.0), np.array([1, 2])).eval()
+    np.testing.assert_allclose(out, [_krr_ref(1, P3, 1.0), _krr_ref(2, P3[::-1], 1.0)])
+    with pm.Model() as model:  # one report in a model, and per-report Dirichlet p
+        th = pm.Dirichlet("th", np.ones(3), shape=(2, 3))
+        pmd.KRRLikelihood("y", p=th, epsilon=1.0, observed=np.array([1, 0]))
+        pmd.KRRLikelihood("y1", p=th[0], epsilon=1.0, observed=np.array([2]))
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
+# --------------------------------------------------------------------------------------------
+# None, absurd random parameters, NaN reports
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make,arg",
+    [
+        (lambda d: d.LaplacePerturbedClippedNormal.dist(mu=None, sigma=1.0, lower=-1.0, upper=1.0, epsilon=1.0), "mu"),
+        (lambda d: d.LaplacePerturbedClippedExponential.dist(lam=1.0, upper=None, epsilon=1.0), "upper"),
+        (lambda d: d.KRRLikelihood.dist(p=None, epsilon=1.0), "p"),
+        (lambda d: d.OUELikelihood.dist(p=P3, epsilon="1"), "epsilon"),
+        (lambda d: d.SSNormalApprox.dist(np.zeros(2), np.eye(2), 10.0, None, "logistic"), "noise_cov"),
+        (lambda d: d.SSNormalApprox.dist(None, np.eye(2), 10.0, np.eye(5), "logistic"), "theta"),
+        (lambda d: d.PerturbedLinReg.dist(np.zeros(2), 1.0, None, 1.0, 1.0), "cov"),
+    ],
+)  # fmt: skip
+def test_issue17_none_and_strings_are_named_errors(make, arg):
+    import pymc_dpnoise as pmd
+
+    with pytest.raises((TypeError, ValueError), match=f"`{arg}`"):
+        make(pmd)
+
+
+@functools.cache
+def _clipped_normal_logp_fn():
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    mu, sigma, eps = pt.dscalars("mu", "sigma", "eps")
+    value = pt.dvector("value")
+    logp = pm.logp(pmd.LaplacePerturbedClippedNormal.dist(mu, sigma, -1.0, 1.0, eps), value)
+    return pytensor.function(
+        [value, mu, sigma, eps], [logp, *pt.grad(logp.sum(), [mu, sigma, eps])]
+    )
+
+
+@pytest.mark.parametrize(
+    "mu,sigma,eps",
+    [
+        (np.inf, 1.0, 1.0),
+        (np.nan, 1.0, 1.0),
+        (0.0, np.inf, 1.0),
+        (0.0, 1.0, np.inf),
+        (1e300, 1.0, 1.0),
+    ],
+)
+def test_issue17_absurd_random_parameters_are_refused_not_nan(mu, sigma, eps):
+    from pymc.logprob.utils import ParameterValueError
+
+    with pytest.raises(ParameterValueError):
+        _clipped_normal_logp_fn()(np.array([0.2, 3.0]), mu, sigma, eps)
+
+
+@pytest.mark.parametrize("mu", [1e16, -1e16, 1e100])
+def test_issue17_huge_mu_has_finite_gradients(mu):
+    logp, *grads = _clipped_normal_logp_fn()(np.array([-3.0, 0.2, 4.0]), mu, 1.0, 1.0)
+    assert np.all(np.isfinite(logp))
+    assert all(np.isfinite(g) for g in grads)
+
+
+def test_issue17_nan_report_in_pm_logp_is_minus_inf():
+    logp = _clipped_normal_logp_fn()(np.array([np.nan, np.inf, 0.3]), 0.0, 1.0, 1.0)[0]
+    assert logp[0] == -np.inf and logp[1] == -np.inf and np.isfinite(logp[2])
