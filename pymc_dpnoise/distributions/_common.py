@@ -24,12 +24,12 @@ def _finite_value(value):
     """
     value = pt.as_tensor_variable(value)
     if value.dtype.startswith(("int", "uint", "bool")):
-        return pt.as_tensor_variable(True), value
+        return pt.constant(np.array(True)), value
     known = constant_value(value)
     if known is not None and np.all(np.isfinite(known)):
         # observed reports (checked finite): keep the constant, so that the region split of
         # the clipped logps stays constant-folded (JAX cannot run a data-dependent nonzero)
-        return pt.as_tensor_variable(True), value
+        return pt.constant(np.array(True)), value
     finite = pt.isfinite(value)
     return finite, pt.switch(finite, value, pt.zeros_like(value))
 
