@@ -9,24 +9,44 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 
 
-def constant_value(x):
-    """The numeric value of ``x`` if it is known now (a number, array, constant or shared), else None."""
+def constant_value(x, name: str | None = None):
+    """The numeric value of ``x`` if it is known now (a number, array, constant or shared), else None.
+
+    Strings, booleans-as-text and object arrays that are not numbers raise ``TypeError``
+    (naming ``name`` when given).
+    """
     if isinstance(x, SharedVariable):
         return np.asarray(x.get_value())
     if isinstance(x, Constant):
         return np.asarray(x.data)
     if isinstance(x, Variable):
         return None
+    if hasattr(x, "to_numpy") and not isinstance(x, Variable):  # pandas / xarray
+        x = x.to_numpy()
+    if isinstance(x, str | bytes):
+        raise TypeError(f"`{name or 'argument'}` must be numeric; got the string {x!r}")
     if isinstance(x, numbers.Number | np.ndarray | list | tuple | np.generic):
+        if np.asarray(x).dtype.kind in "USV":
+            raise TypeError(f"`{name or 'argument'}` must be numeric; got strings {x!r:.60}")
         try:
             return np.asarray(x, dtype=float)
         except (TypeError, ValueError) as err:
-            raise TypeError(f"could not convert argument to a float array: {err}") from None
+            what = f"`{name}`" if name else "argument"
+            raise TypeError(f"{what} must be numeric (a float array): {err}") from None
     return None
 
 
+def check_required(**params) -> None:
+    """Raise ``TypeError`` naming each parameter that is ``None`` (it would become NaN)."""
+    for name, value in params.items():
+        if value is None:
+            raise TypeError(f"`{name}` is None; it is required (a number, array or tensor)")
+
+
 def check_finite(name: str, value) -> None:
-    v = constant_value(value)
+    """Raise naming ``name`` if ``value`` is None, non-numeric or (when known) not finite."""
+    check_required(**{name: value})
+    v = constant_value(value, name)
     if v is None:
         return
     bad = ~np.isfinite(v)
@@ -38,7 +58,8 @@ def check_finite(name: str, value) -> None:
 
 def check_positive(name: str, value) -> None:
     """Raise ``ValueError`` naming ``name`` if a known value is not finite and > 0."""
-    v = constant_value(value)
+    check_required(**{name: value})
+    v = constant_value(value, name)
     if v is None:
         return
     check_finite(name, v)
@@ -48,7 +69,8 @@ def check_positive(name: str, value) -> None:
 
 def check_less(name_lo: str, lo, name_hi: str, hi) -> None:
     """Raise ``ValueError`` if known values do not satisfy lo < hi (elementwise, broadcast)."""
-    a, b = constant_value(lo), constant_value(hi)
+    check_required(**{name_lo: lo, name_hi: hi})
+    a, b = constant_value(lo, name_lo), constant_value(hi, name_hi)
     if a is None or b is None:
         return
     check_finite(name_lo, a)
@@ -71,12 +93,20 @@ def check_broadcast(**arrays) -> tuple[int, ...]:
         raise ValueError(f"arguments do not broadcast together: {desc}") from None
 
 
+def broadcasts_to(shape, target) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` without enlarging it."""
+    try:
+        return np.broadcast_shapes(tuple(target), tuple(shape)) == tuple(target)
+    except ValueError:
+        return False
+
+
 def check_shapes(params: dict, shape=None, size=None) -> None:
     """Known parameter shapes must broadcast together, and into ``shape``/``size`` if given.
 
     Only parameters whose value is known now (numbers, arrays, constants) are checked.
     """
-    values = {k: constant_value(v) for k, v in params.items()}
+    values = {k: constant_value(v, k) for k, v in params.items()}
     known = {k: np.shape(v) for k, v in values.items() if v is not None}
     check_broadcast(**{k: np.empty(s) for k, s in known.items()})
     target = shape if shape is not None else size
@@ -87,11 +117,7 @@ def check_shapes(params: dict, shape=None, size=None) -> None:
     except Exception:  # symbolic shape (e.g. from dims): PyMC checks it when the graph runs
         return
     for k, s in known.items():
-        try:
-            ok = np.broadcast_shapes(target, s) == target
-        except ValueError:
-            ok = False
-        if not ok:
+        if not broadcasts_to(s, target):
             raise ValueError(
                 f"`{k}` has shape {s}, which does not broadcast to the variable's shape {target} "
                 "(the shape of the observed reports, if given)"

@@ -148,3 +148,153 @@ def test_bad_input_is_a_value_error(call):
 def test_rng_must_be_a_generator():
     with pytest.raises(TypeError, match="`rng`"):
         m.laplace_mechanism([0.0], 1.0, 1.0, 42)
+
+
+# --------------------------------------------------------------------------------------------
+# The release contract, checked generically over every public mechanism (issue 17)
+# --------------------------------------------------------------------------------------------
+
+# How to call each release function with n records (valid parameters).  A new public
+# mechanism must be added here (or to NOT_RELEASES): test_every_public_function_is_classified.
+RELEASES = {
+    "laplace_mechanism": lambda n: dict(values=np.full(n, 0.3), sensitivity=1.0, epsilon=1.0),
+    "gaussian_mechanism": lambda n: dict(
+        values=np.full(n, 0.3), sensitivity=1.0, epsilon=1.0, delta=1e-5
+    ),
+    "perturb_clipped": lambda n: dict(x=np.full(n, 0.3), lower=-1.0, upper=1.0, epsilon=1.0),
+    "perturb_clipped_exponential": lambda n: dict(x=np.full(n, 0.3), upper=1.0, epsilon=1.0),
+    "randomized_response": lambda n: dict(bits=np.ones(n, int), epsilon=1.0),
+    "unary_encoding_perturb": lambda n: dict(
+        items=np.ones(n, int), k=3, keep_prob=0.8, flip_prob=0.3
+    ),
+    "oue_perturb": lambda n: dict(items=np.ones(n, int), k=3, epsilon=1.0),
+    "sue_perturb": lambda n: dict(items=np.ones(n, int), k=3, epsilon=1.0),
+    "krr_perturb": lambda n: dict(items=np.ones(n, int), k=3, epsilon=1.0),
+    "perturb_linreg": lambda n: dict(
+        X=np.full((n, 2), 0.2), y=np.full(n, 0.5), epsilon=1.0, delta=1e-5
+    ),
+    "perturb_logreg": lambda n: dict(
+        X=np.full((n, 2), 0.2), labels=np.ones(n, int), epsilon=1.0, delta=1e-5
+    ),
+    "release_sufficient_statistics": lambda n: dict(
+        X=np.full((n, 2), 0.2), y=np.ones(n), glm="logistic", epsilon=1.0, delta=1e-5
+    ),
+}
+# Public functions that release nothing (clipping, calibration, estimators, sensitivities).
+NOT_RELEASES = {
+    "PerturbedRelease", "SSRelease", "analytic_gaussian_sigma", "as_matrix",
+    "classical_gaussian_sigma", "clip", "clip_normalize", "clip_response", "clip_rows",
+    "clipped_sensitivity", "compress_reports", "krr_estimate", "krr_probabilities",
+    "linear_ss_sensitivity", "logistic_ss_sensitivity", "oue_estimate", "oue_probabilities",
+    "poisson_ss_sensitivity", "polynomial_ss_sensitivity", "project_simplex", "split_epsilon",
+    "ss_sensitivity", "sue_probabilities", "sufficient_statistics", "t2",
+    "unary_encoding_estimate",
+}  # fmt: skip
+
+BAD_VALUES = {
+    "epsilon": [0.0, -1.0, np.nan, np.inf, -np.inf, None, "1.0", True],
+    "positive": [0.0, -1.0, np.nan, np.inf, None, "1.0"],
+    "delta": [0.0, 1.0, 1.5, -1e-5, np.nan, np.inf, None, "1e-5"],
+    "probability": [0.0, 1.0, 1.5, -0.2, np.nan, None],
+    "finite": [np.nan, np.inf, -np.inf, None, "0"],
+}
+
+
+def _release(name, n, **overrides):
+    fn = getattr(m, name)
+    return fn(**(RELEASES[name](n) | overrides), rng=rng(11))
+
+
+def _released(out):
+    return out.reports if hasattr(out, "reports") else out.z if hasattr(out, "z") else out
+
+
+def test_every_public_function_is_classified():
+    public = set(m.__all__)
+    assert not (set(RELEASES) & NOT_RELEASES)
+    assert public == set(RELEASES) | NOT_RELEASES, public ^ (set(RELEASES) | NOT_RELEASES)
+    for name in RELEASES:  # the contract is declared on the function itself
+        assert hasattr(getattr(m, name), "__release_guard__"), name
+    for name in NOT_RELEASES:
+        assert not hasattr(getattr(m, name), "__release_guard__"), name
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_release_is_one_finite_report_per_record(name):
+    for n in (1, 7):
+        out = _released(_release(name, n))
+        contract = getattr(m, name).__release_guard__
+        assert np.all(np.isfinite(out))
+        if contract["records"] is not None:
+            assert out.shape[0] == n
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_every_privacy_parameter_is_validated(name):
+    contract = getattr(m, name).__release_guard__
+    assert contract["privacy"], "a release function declares its privacy parameters"
+    for param, kind in contract["privacy"].items():
+        for bad in BAD_VALUES[kind]:
+            with pytest.raises((ValueError, TypeError), match=f"`{param}`"):
+                _release(name, 3, **{param: bad})
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_per_record_parameters_never_enlarge_the_records(name):
+    """One record and a longer parameter vector would release that record many times."""
+    contract = getattr(m, name).__release_guard__
+    args = RELEASES[name](1)
+    per_record = contract["per_record"]
+    if contract["records"] is not None:
+        assert set(contract["privacy"]) - {"delta", "R", "R_y", "Ry", "c"} <= set(per_record) | {
+            "epsilon"
+        }
+    for param in per_record:
+        value = np.asarray(args[param])
+        longer = np.repeat(value.reshape((1,) * max(value.ndim, 1))[..., :1], 50, axis=0)
+        for bad in (longer, longer.reshape(50, 1)):
+            with pytest.raises(ValueError, match=f"`{param}`"):
+                _release(name, 1, **{param: bad})
+
+
+def test_issue17_bounds_longer_than_records_are_refused():
+    """The reported leak: 200 000 bounds for one record released it 200 000 times."""
+    with pytest.raises(ValueError, match="`lower`"):
+        m.perturb_clipped(np.array([0.3]), np.full(20_000, -1.0), np.full(20_000, 1.0), 1.0, rng())
+    with pytest.raises(ValueError, match="`upper`"):
+        m.perturb_clipped_exponential(np.array([0.3]), np.full(20, 1.0), 1.0, rng())
+    with pytest.raises(ValueError, match="`keep_prob`"):
+        m.unary_encoding_perturb(np.array([1]), 3, np.full((99, 1), 0.8), 0.3, rng())
+
+
+def test_issue17_delta_outside_unit_interval_is_refused():
+    for delta in (1.0, 1.5, 1.99):
+        with pytest.raises(ValueError, match="`delta`"):
+            m.perturb_linreg(np.zeros((3, 2)), np.zeros(3), 1.0, delta, rng())
+    for kwargs, arg in [
+        (dict(delta=1.5), "delta"),
+        (dict(delta=0.0), "delta"),
+        (dict(delta=1e-5, sensitivity=-1.0), "sensitivity"),
+        (dict(delta=1e-5, sensitivity=np.nan), "sensitivity"),
+    ]:
+        with pytest.raises(ValueError, match=f"`{arg}`"):
+            m.classical_gaussian_sigma(0.5, **kwargs)
+    assert np.isfinite(m.classical_gaussian_sigma(0.5, 1e-5, 2.0))
+
+
+@pytest.mark.parametrize(
+    "sens,eps", [(1.0, 1e-320), (1e308, 1.0), (1e308, 0.1), (np.finfo(float).max, 1e-3)]
+)
+def test_issue17_non_finite_release_is_an_error(sens, eps):
+    with pytest.raises(ValueError, match=r"non-finite|overflows"):
+        m.laplace_mechanism(np.zeros(100), sens, eps, rng())
+
+
+def test_release_guard_refuses_a_non_finite_output():
+    @m.core.release_guard(records="v", privacy={"epsilon": "epsilon"})
+    def leaky(v, epsilon):
+        with np.errstate(divide="ignore"):
+            return np.asarray(v, float) / 0.0
+
+    with pytest.raises(ValueError, match="non-finite"):
+        leaky(np.ones(2), 1.0)

@@ -15,6 +15,39 @@ def _f64(x):
     return pt.as_tensor_variable(np.asarray(x, dtype="float64"))
 
 
+def _finite_value(value):
+    """``(finite, safe)``: where the value is finite, and the value with NaN/inf replaced by 0.
+
+    A NaN or infinite report is outside every support here, so its logp is -inf (not NaN,
+    which is what ``pm.logp`` would otherwise give); the log density is evaluated at the safe
+    value so that no NaN reaches a gradient through the unused branch ("double where").
+    """
+    value = pt.as_tensor_variable(value)
+    if value.dtype.startswith(("int", "uint", "bool")):
+        return pt.constant(np.array(True)), value
+    known = constant_value(value)
+    if known is not None and np.all(np.isfinite(known)):
+        # observed reports (checked finite): keep the constant, so that the region split of
+        # the clipped logps stays constant-folded (JAX cannot run a data-dependent nonzero)
+        return pt.constant(np.array(True)), value
+    finite = pt.isfinite(value)
+    return finite, pt.switch(finite, value, pt.zeros_like(value))
+
+
+def _all_finite(*params):
+    """``check_parameters`` conditions: every parameter is finite (else -inf, not NaN)."""
+    return [pt.all(pt.isfinite(p)) for p in params]
+
+
+def _safe_params(ok, **params):
+    """Each ``name=(value, harmless)`` as ``switch(ok, value, harmless)``, in order.
+
+    Used where ``check_parameters`` refuses a parameter set: the log density is then computed
+    at harmless values, so that the refused branch cannot send NaN into a gradient.
+    """
+    return [pt.switch(ok, _f64(v), float(h)) for v, h in params.values()]
+
+
 def _check_observed(name, observed):
     """Reject non-finite reports instead of letting PyMC impute them silently."""
     if observed is None:
@@ -27,7 +60,7 @@ def _check_observed(name, observed):
             f"{name}: observed reports are a masked array; missing reports cannot be imputed "
             "through a privacy mechanism. Drop the missing reports before building the model."
         )
-    value = constant_value(data)
+    value = constant_value(data, f"{name}: observed")
     if value is None:
         return
     bad = ~np.isfinite(value)

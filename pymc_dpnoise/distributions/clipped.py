@@ -25,7 +25,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_less, check_positive, check_shapes
-from ._common import _f64, _NoImputeContinuous
+from ._common import _all_finite, _f64, _finite_value, _NoImputeContinuous, _safe_params
 
 __all__ = [
     "LaplacePerturbedClippedExponential",
@@ -33,6 +33,10 @@ __all__ = [
     "LaplacePerturbedClippedNormal",
     "LaplacePerturbedClippedNormalSummary",
 ]
+
+#: largest |bound - mu| / sigma and sigma epsilon / (upper - lower) the clipped-normal logp
+#: accepts: their squares must not overflow (accuracy is audited up to 1e100)
+MAX_STANDARDISED = 1e150
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,14 +146,35 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
         return point
 
     def logp(value, mu, sigma, lower, upper, epsilon):
-        res = dpmath.clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon)
-        res = pt.switch(pt.isinf(value), -np.inf, res)
+        finite, safe = _finite_value(value)
+        # (bound - mu)/sigma is squared inside: beyond 1e150 it overflows (NaN), so such
+        # parameters are outside the domain (-inf), like non-finite ones
+        ok = pt.and_(
+            pt.all(_all_finite(mu, sigma, lower, upper, epsilon)),
+            pt.all((sigma > 0) & (epsilon > 0) & (upper > lower)),
+        )
+        reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
+        kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
+        ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
+        # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
+        ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
+        # evaluate at harmless parameters where they are refused, so no NaN reaches a gradient
+        mu, sigma, lower, upper, epsilon = _safe_params(
+            ok,
+            mu=(mu, 0.0),
+            sigma=(sigma, 1.0),
+            lower=(lower, -1.0),
+            upper=(upper, 1.0),
+            epsilon=(epsilon, 1.0),
+        )
+        res = dpmath.clipped_normal_laplace_logp(safe, mu, sigma, lower, upper, epsilon)
+        res = pt.switch(finite, res, -np.inf)
         return check_parameters(
             res,
-            sigma > 0,
-            epsilon > 0,
-            upper > lower,
-            msg="sigma > 0, epsilon > 0, upper > lower",
+            ok,
+            msg=f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
+            f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
+            f"epsilon >= {1 / MAX_STANDARDISED:g}",
         )
 
 
@@ -238,11 +263,17 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
         return point
 
     def logp(value, lam, upper, epsilon):
-        res = dpmath.clipped_exponential_laplace_logp(value, lam, upper, epsilon)
-        res = pt.switch(pt.isinf(value), -np.inf, res)
-        return check_parameters(
-            res, lam > 0, upper > 0, epsilon > 0, msg="lam > 0, upper > 0, epsilon > 0"
+        finite, safe = _finite_value(value)
+        ok = pt.and_(
+            pt.all(_all_finite(lam, upper, epsilon)),
+            pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
         )
+        lam, upper, epsilon = _safe_params(
+            ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0)
+        )
+        res = dpmath.clipped_exponential_laplace_logp(safe, lam, upper, epsilon)
+        res = pt.switch(finite, res, -np.inf)
+        return check_parameters(res, ok, msg="finite parameters, lam > 0, upper > 0, epsilon > 0")
 
 
 # --------------------------------------------------------------------------------------------

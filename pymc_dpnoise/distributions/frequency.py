@@ -18,7 +18,7 @@ from pytensor.tensor.random.basic import categorical, integers, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
-from .._validation import check_finite, check_positive, constant_value
+from .._validation import check_finite, check_positive, check_required, constant_value
 from ._common import _f64
 
 __all__ = ["KRRLikelihood", "OUELikelihood", "SUELikelihood", "UnaryEncodingLikelihood"]
@@ -45,7 +45,7 @@ def _observed_array(name, observed):
             f"{name}: observed reports are a masked array; missing reports cannot be imputed "
             "through a privacy mechanism. Drop them before building the model."
         )
-    value = constant_value(data)
+    value = constant_value(data, f"{name}: observed")
     if value is None:
         return None
     if not np.all(np.isfinite(value)):
@@ -58,7 +58,8 @@ def _observed_array(name, observed):
 
 
 def _k_of(p):
-    v = constant_value(p)
+    check_required(p=p)
+    v = constant_value(p, "p")
     if v is not None:
         return v.shape[-1] if v.ndim else None
     n = pt.as_tensor_variable(p).type.shape[-1] if pt.as_tensor_variable(p).ndim else None
@@ -66,7 +67,7 @@ def _k_of(p):
 
 
 def _check_simplex(p):
-    v = constant_value(p)
+    v = constant_value(p, "p")
     if v is None:
         if pt.as_tensor_variable(p).ndim < 1:
             raise ValueError("`p` must have at least one axis (the k item probabilities)")
@@ -91,7 +92,7 @@ def _check_epsilon(epsilon, name="epsilon"):
 
 
 def _check_probability(name, v):
-    v = constant_value(v)
+    v = constant_value(v, name)
     if v is None:
         return
     check_finite(name, v)
@@ -100,7 +101,7 @@ def _check_probability(name, v):
 
 
 def _check_counts(counts):
-    v = constant_value(counts)
+    v = constant_value(counts, "counts")
     if v is None:
         return
     check_finite("counts", v)
@@ -116,7 +117,7 @@ def _check_batch(scalars: dict, p, shape=None, event_ndim=1):
     if pv is not None:
         shapes["p"] = pv.shape[:-1]
     for k, v in scalars.items():
-        cv = constant_value(v)
+        cv = constant_value(v, k)
         if cv is not None:
             shapes[k] = cv.shape
     try:
@@ -342,6 +343,7 @@ class OUELikelihood(_FrequencyBase):
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
+        check_required(p=p, epsilon=epsilon, counts=counts)
         _check_simplex(p)
         _check_epsilon(epsilon)
         _check_counts(counts)
@@ -362,7 +364,8 @@ class OUELikelihood(_FrequencyBase):
             epsilon > 0,
             epsilon <= MAX_EPSILON,
             counts >= 0,
-            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, counts >= 0",
+            pt.isfinite(counts),
+            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, finite counts >= 0",
         )
 
 
@@ -392,6 +395,7 @@ class SUELikelihood(_FrequencyBase):
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
+        check_required(p=p, epsilon=epsilon, counts=counts)
         _check_simplex(p)
         _check_epsilon(epsilon)
         _check_counts(counts)
@@ -412,7 +416,8 @@ class SUELikelihood(_FrequencyBase):
             epsilon > 0,
             epsilon <= MAX_EPSILON,
             counts >= 0,
-            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, counts >= 0",
+            pt.isfinite(counts),
+            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, finite counts >= 0",
         )
 
 
@@ -449,6 +454,7 @@ class UnaryEncodingLikelihood(_FrequencyBase):
 
     @classmethod
     def dist(cls, p, keep_prob, flip_prob, counts=1.0, **kwargs):
+        check_required(p=p, keep_prob=keep_prob, flip_prob=flip_prob, counts=counts)
         _check_simplex(p)
         _check_probability("keep_prob", keep_prob)
         _check_probability("flip_prob", flip_prob)
@@ -472,7 +478,8 @@ class UnaryEncodingLikelihood(_FrequencyBase):
             (a > 0) & (a < 1),
             (b > 0) & (b < 1),
             counts >= 0,
-            msg="p on the simplex, 0 < keep_prob < 1, 0 < flip_prob < 1, counts >= 0",
+            pt.isfinite(counts),
+            msg="p on the simplex, 0 < keep_prob < 1, 0 < flip_prob < 1, finite counts >= 0",
         )
 
 
@@ -553,6 +560,7 @@ class KRRLikelihood(_FrequencyBase):
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
+        check_required(p=p, epsilon=epsilon, counts=counts)
         _check_simplex(p)
         _check_epsilon(epsilon)
         _check_counts(counts)
@@ -577,5 +585,6 @@ class KRRLikelihood(_FrequencyBase):
             epsilon > 0,
             epsilon <= MAX_EPSILON,
             counts >= 0,
-            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, counts >= 0",
+            pt.isfinite(counts),
+            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, finite counts >= 0",
         )

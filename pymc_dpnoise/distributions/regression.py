@@ -22,9 +22,9 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.tensor.random.basic import multivariate_normal, normal, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
-from .._validation import check_finite, check_positive, constant_value
+from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import regression as rmath
-from ._common import _check_observed, _f64, _NoImputeContinuous
+from ._common import _all_finite, _check_observed, _f64, _NoImputeContinuous
 
 __all__ = ["PerturbedLinReg", "PerturbedLogReg"]
 
@@ -46,7 +46,7 @@ def _static_last_dim(x):
 
 
 def _check_theta(theta):
-    v = constant_value(theta)
+    v = constant_value(theta, "theta")
     if v is not None:
         if v.ndim < 1:
             raise ValueError(f"`theta` must be a vector (shape (d,)); got shape {v.shape}")
@@ -57,7 +57,7 @@ def _check_theta(theta):
 
 
 def _check_cov(cov, d):
-    v = constant_value(cov)
+    v = constant_value(cov, "cov")
     if v is None:
         if getattr(cov, "ndim", 2) < 2:
             raise ValueError("`cov` must be a (d, d) matrix")
@@ -263,6 +263,7 @@ class PerturbedLinReg(_NoImputeContinuous):
 
     @classmethod
     def dist(cls, theta, sigma, cov, sigma_x, sigma_y, **kwargs):
+        check_required(theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y)
         d = _check_theta(theta)
         check_positive("sigma", sigma)
         _check_cov(cov, d)
@@ -282,6 +283,7 @@ class PerturbedLinReg(_NoImputeContinuous):
         res, ok = rmath.perturbed_linreg_logp(value, theta, sigma, cov, sigma_x, sigma_y)
         return check_parameters(
             res,
+            *_all_finite(theta, sigma, cov, sigma_x, sigma_y),
             sigma > 0,
             sigma_y > 0,
             pt.all(sigma_x > 0),
@@ -491,6 +493,7 @@ class PerturbedLogReg(_NoImputeContinuous):
         approximation, degree, interval, nodes = _logreg_options(
             approximation, degree, interval, nodes
         )
+        check_required(theta=theta, cov=cov, sigma_x=sigma_x, epsilon_y=epsilon_y)
         d = _check_theta(theta)
         _check_cov(cov, d)
         _check_sigma_x(sigma_x, d)
@@ -528,6 +531,7 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
     res = maybe_resize(res, size)
     return check_parameters(
         res,
+        *_all_finite(theta, cov, sigma_x, epsilon_y),
         pt.all(sigma_x > 0),
         epsilon_y > 0,
         ok,

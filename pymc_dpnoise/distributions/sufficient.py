@@ -12,9 +12,9 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.tensor.random.basic import normal
 from pytensor.tensor.random.utils import normalize_size_param
 
-from .._validation import check_finite, check_positive, constant_value
+from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import sufficient as ssmath
-from ._common import _f64, _NoImputeContinuous
+from ._common import _all_finite, _f64, _NoImputeContinuous
 
 __all__ = ["SSNormalApprox"]
 
@@ -162,6 +162,7 @@ class SSNormalApprox(_NoImputeContinuous):
 
     @classmethod
     def dist(cls, theta, cov, n, noise_cov, glm, sigma=None, *, order=3, **kwargs):
+        check_required(theta=theta, cov=cov, n=n, noise_cov=noise_cov)
         if glm not in ssmath.GLMS:
             raise ValueError(f"`glm` must be one of {ssmath.GLMS}; got {glm!r}")
         try:
@@ -178,7 +179,9 @@ class SSNormalApprox(_NoImputeContinuous):
             sigma = 1.0  # placeholder input, unused
         check_finite("theta", theta)
         check_positive("n", n)
-        th, cv, nc = (constant_value(a) for a in (theta, cov, noise_cov))
+        th, cv, nc = (
+            constant_value(a, k) for k, a in dict(theta=theta, cov=cov, noise_cov=noise_cov).items()
+        )
         d = None
         if th is not None:
             if th.ndim < 1:
@@ -214,10 +217,12 @@ class SSNormalApprox(_NoImputeContinuous):
 def _logp_core(op, value, theta, cov, n, noise_cov, sigma):
     mean, total = _moments(theta, cov, n, noise_cov, sigma, op.glm, op.order)
     res = ssmath.mvnormal_logp_chol(value, mean, total)
-    conds = [n > 0]
+    conds = [*_all_finite(theta, cov, n, noise_cov, sigma), n > 0]
     if op.glm == "linear":
         conds.append(sigma > 0)
-    return check_parameters(res, *conds, msg="n > 0" + (", sigma > 0" if len(conds) > 1 else ""))
+    return check_parameters(
+        res, *conds, msg="finite parameters, n > 0" + (", sigma > 0" if op.glm == "linear" else "")
+    )
 
 
 @_logprob.register(SSNormalApproxRV)

@@ -200,8 +200,8 @@ def krr_logp(y, p, epsilon):
     k = p.shape[-1]
     theta_y = _batched_take(p, y)
     if theta_y is None:
-        shape = pt.broadcast_shape(p.shape[:-1], y.shape)
-        pb = pt.broadcast_to(p, (*shape, k))
-        theta_y = pt.take_along_axis(pb, pt.broadcast_to(y, shape)[..., None], axis=-1)[..., 0]
+        # per-report p (or a single report): broadcast p (..., k) against y[..., None]
+        pb, yb = pt.broadcast_arrays(p, y[..., None])
+        theta_y = pt.take_along_axis(pb, yb[..., :1], axis=-1)[..., 0]
     log_norm = pt.logaddexp(eps, pt.log(pt.cast(k - 1, "float64")))
     return log1p_expm1_times(eps, theta_y) - log_norm

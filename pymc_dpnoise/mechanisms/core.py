@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 
 import numpy as np
 from scipy.special import log_ndtr
 
-from .._validation import check_broadcast, check_finite, check_less, check_positive
+from .._validation import broadcasts_to, check_broadcast, check_finite, check_less, check_positive
 
 __all__ = [
     "analytic_gaussian_sigma",
@@ -22,6 +24,164 @@ __all__ = [
     "perturb_clipped_exponential",
     "randomized_response",
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# The release guard: every public mechanism goes through :func:`release_guard`
+# --------------------------------------------------------------------------------------------
+
+#: what each kind of privacy parameter must satisfy (checked before any noise is drawn)
+PARAMETER_KINDS = {
+    "epsilon": "finite and > 0",
+    "delta": "finite and in (0, 1)",
+    "positive": "finite and > 0",
+    "probability": "finite and in (0, 1)",
+    "finite": "finite",
+}
+
+
+def check_privacy_parameter(name: str, value, kind: str) -> np.ndarray:
+    """``value`` as a float array, or an error naming ``name`` if it is not of ``kind``.
+
+    ``kind`` is one of :data:`PARAMETER_KINDS`.  ``None``, strings, objects and booleans are
+    refused (a privacy parameter is a number), as are NaN and ±inf.
+    """
+    if kind not in PARAMETER_KINDS:  # pragma: no cover - programming error
+        raise ValueError(f"unknown parameter kind {kind!r}")
+    if value is None:
+        raise TypeError(f"`{name}` is None; it must be a number ({PARAMETER_KINDS[kind]})")
+    raw = value
+    if hasattr(raw, "to_numpy"):  # pandas
+        raw = raw.to_numpy()
+    kind_of = np.asarray(raw).dtype.kind
+    if kind_of in "bUSV" or isinstance(value, str | bytes):
+        raise TypeError(
+            f"`{name}` must be a number ({PARAMETER_KINDS[kind]}); got dtype "
+            f"{np.asarray(raw).dtype}"
+        )
+    try:
+        arr = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"`{name}` must be a number ({PARAMETER_KINDS[kind]}); got {type(value).__name__}"
+        ) from None
+    bad = ~np.isfinite(arr)
+    if kind in ("epsilon", "positive"):
+        bad |= ~(arr > 0)
+    elif kind in ("delta", "probability"):
+        bad |= ~((arr > 0) & (arr < 1))
+    if np.any(bad):
+        raise ValueError(
+            f"`{name}` must be {PARAMETER_KINDS[kind]}; got {np.ravel(arr[bad])[:5]}"
+            + (f" at index {np.argwhere(bad)[:3].tolist()}" if arr.ndim else "")
+        )
+    return arr
+
+
+def check_per_record(record_shape, **params) -> None:
+    """Every parameter must broadcast *to* ``record_shape`` without enlarging it.
+
+    A per-record parameter longer than the records would release each record once per
+    parameter value (averaging those releases recovers the private value), so this is a
+    privacy check, not a convenience.
+    """
+    record_shape = tuple(record_shape)
+    for name, value in params.items():
+        if value is None:
+            continue
+        s = np.shape(value)
+        if not broadcasts_to(s, record_shape):
+            raise ValueError(
+                f"`{name}` has shape {s}, which does not broadcast to the records' shape "
+                f"{record_shape} without enlarging it: a mechanism releases exactly one report "
+                "per record, so give one value per record at most"
+            )
+
+
+def check_release(name: str, released, record_shape=None) -> None:
+    """The release must be finite and, if ``record_shape`` is given, one report per record."""
+    out = np.asarray(released)
+    if record_shape is not None:
+        record_shape = tuple(record_shape)
+        if out.shape[: len(record_shape)] != record_shape:
+            raise RuntimeError(  # pragma: no cover - guarded by check_per_record
+                f"{name}: output shape {out.shape} is not one report per record "
+                f"(records {record_shape})"
+            )
+    if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"{name}: the release contains {int((~np.isfinite(out)).sum())} non-finite value(s) "
+            "(the noise scale sensitivity/epsilon overflows, or a value is too large to "
+            "perturb); refusing to return it"
+        )
+
+
+def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None, scalar=()):
+    """Decorator: the privacy contract of a release function, checked in one place.
+
+    Parameters
+    ----------
+    records : str or None
+        Name of the argument holding the records (the private data), or None for a central
+        release of one aggregate.
+    privacy : dict
+        ``{argument name: kind}`` of the privacy parameters (see :data:`PARAMETER_KINDS`),
+        validated before the function runs.
+    per_record : tuple of str
+        Arguments that may vary per record: each must broadcast to the records' shape
+        (``np.shape(records)[:ndim - event_ndim]``) without enlarging it.
+    event_ndim : int
+        Trailing axes of one record (1 for a row of a design matrix).
+    output : callable, optional
+        Extracts the released array from the return value (default: the value itself).
+    scalar : tuple of str
+        Privacy parameters that must be single numbers (one budget for the whole release).
+
+    After the call, the release must be finite and have one report per record.  The decorated
+    function gets the attribute ``__release_guard__`` with this contract, which the test-suite
+    uses to check every public mechanism.
+    """
+
+    def decorate(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            a = bound.arguments
+            for name, value in a.items():  # pandas / xarray: plain arrays from here on
+                if hasattr(value, "to_numpy") and not isinstance(value, np.ndarray):
+                    a[name] = value.to_numpy()
+            for name, kind in privacy.items():
+                check_privacy_parameter(name, a[name], kind)
+                if name in scalar and np.ndim(a[name]) != 0:
+                    raise ValueError(
+                        f"`{name}` must be a single number for {fn.__name__}; got shape "
+                        f"{np.shape(a[name])}"
+                    )
+            record_shape = None
+            if records is not None:
+                data = a[records]
+                if data is None:
+                    raise TypeError(f"`{records}` is None; give the records to release")
+                shape = np.shape(data)
+                record_shape = shape[: len(shape) - event_ndim] if event_ndim else shape
+                check_per_record(record_shape, **{k: a[k] for k in per_record})
+            result = fn(*bound.args, **bound.kwargs)
+            check_release(fn.__name__, output(result) if output else result, record_shape)
+            return result
+
+        wrapper.__release_guard__ = dict(
+            records=records,
+            privacy=dict(privacy),
+            scalar=tuple(scalar),
+            per_record=tuple(per_record),
+            event_ndim=event_ndim,
+        )
+        return wrapper
+
+    return decorate
 
 
 def _rng(rng) -> np.random.Generator:
@@ -97,6 +257,11 @@ def clipped_sensitivity(lower, upper):
     return np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float)
 
 
+@release_guard(
+    records="values",
+    privacy={"sensitivity": "positive", "epsilon": "epsilon"},
+    per_record=("sensitivity", "epsilon"),
+)
 def laplace_mechanism(values, sensitivity, epsilon, rng):
     """Release ``values + Laplace(0, sensitivity / epsilon)``: ε-DP for L1 sensitivity ``sensitivity``.
 
@@ -123,10 +288,22 @@ def laplace_mechanism(values, sensitivity, epsilon, rng):
     check_positive("epsilon", epsilon)
     shape = check_broadcast(values=v, sensitivity=sensitivity, epsilon=epsilon)
     _same_shape(shape, v.shape)
-    scale = np.asarray(sensitivity, dtype=float) / np.asarray(epsilon, dtype=float)
-    return v + rng.laplace(0.0, np.broadcast_to(scale, shape), size=shape)
+    with np.errstate(over="ignore"):
+        scale = np.asarray(sensitivity, dtype=float) / np.asarray(epsilon, dtype=float)
+    if not np.all(np.isfinite(scale)):
+        raise ValueError(
+            "the Laplace noise scale `sensitivity` / `epsilon` overflows to inf; "
+            f"got sensitivity={np.ravel(sensitivity)[:3]}, epsilon={np.ravel(epsilon)[:3]}"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        return v + rng.laplace(0.0, np.broadcast_to(scale, shape), size=shape)
 
 
+@release_guard(
+    records="x",
+    privacy={"lower": "finite", "upper": "finite", "epsilon": "epsilon"},
+    per_record=("lower", "upper", "epsilon"),
+)
 def perturb_clipped(x, lower, upper, epsilon, rng):
     """Local DP release of a bounded scalar: clip to ``[lower, upper]``, add Laplace noise.
 
@@ -148,6 +325,11 @@ def perturb_clipped(x, lower, upper, epsilon, rng):
     return laplace_mechanism(clipped, clipped_sensitivity(lower, upper), epsilon, rng)
 
 
+@release_guard(
+    records="x",
+    privacy={"upper": "positive", "epsilon": "epsilon"},
+    per_record=("upper", "epsilon"),
+)
 def perturb_clipped_exponential(x, upper, epsilon, rng):
     """Local DP release of a non-negative value: clip to ``[0, upper]``, add Laplace(upper/epsilon)."""
     check_positive("upper", upper)
@@ -265,14 +447,31 @@ def _analytic_sigma_scalar(eps: float, delta: float, sens: float, rtol: float) -
 
 
 def classical_gaussian_sigma(epsilon, delta, sensitivity=1.0):
-    """The classical bound ``sqrt(2 ln(1.25/δ)) Δ / ε`` (valid for ε < 1 only; larger than analytic)."""
-    check_positive("epsilon", epsilon)
-    eps = np.asarray(epsilon, dtype=float)
+    """The classical bound ``sqrt(2 ln(1.25/δ)) Δ / ε`` (valid for ε < 1 only; larger than analytic).
+
+    Raises ``ValueError`` naming the argument unless 0 < ε < 1, 0 < δ < 1 and Δ > 0 (all finite).
+
+    Examples
+    --------
+    >>> round(float(classical_gaussian_sigma(0.5, 1e-5)), 4)
+    9.6896
+    """
+    eps = check_privacy_parameter("epsilon", epsilon, "epsilon")
     if np.any(eps >= 1):
         raise ValueError("`epsilon` must be < 1 for the classical Gaussian mechanism")
-    return np.sqrt(2 * np.log(1.25 / np.asarray(delta, float))) * np.asarray(sensitivity) / eps
+    dlt = check_privacy_parameter("delta", delta, "delta")
+    sens = check_privacy_parameter("sensitivity", sensitivity, "positive")
+    check_broadcast(epsilon=eps, delta=dlt, sensitivity=sens)
+    out = np.sqrt(2 * np.log(1.25 / dlt)) * sens / eps
+    check_release("classical_gaussian_sigma", out)
+    return out
 
 
+@release_guard(
+    records="values",
+    privacy={"sensitivity": "positive", "epsilon": "epsilon", "delta": "delta"},
+    per_record=("sensitivity", "epsilon", "delta"),
+)
 def gaussian_mechanism(values, sensitivity, epsilon, delta, rng):
     """Release ``values + N(0, σ²)`` with σ = :func:`analytic_gaussian_sigma` (ε, δ, Δ2 = sensitivity).
 
@@ -291,6 +490,7 @@ def gaussian_mechanism(values, sensitivity, epsilon, delta, rng):
     return v + rng.normal(0.0, np.broadcast_to(sigma, shape), size=shape)
 
 
+@release_guard(records="bits", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
 def randomized_response(bits, epsilon, rng):
     """Binary randomized response: keep each bit with probability ``e^ε / (1 + e^ε)``, else flip.
 

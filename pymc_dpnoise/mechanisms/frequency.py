@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_finite, check_positive
-from .core import _rng
+from .core import _rng, release_guard
 
 __all__ = [
     "clip_normalize",
@@ -63,9 +63,19 @@ def _items(items, k):
     return x
 
 
+#: largest budget the frequency oracles accept (e^epsilon must stay finite; the likelihoods
+#: have the same limit)
+MAX_EPSILON = 700.0
+
+
 def _epsilon(epsilon, shape):
     check_positive("epsilon", epsilon)
     eps = np.asarray(epsilon, dtype=float)
+    if np.any(eps > MAX_EPSILON):
+        raise ValueError(
+            f"`epsilon` must be <= {MAX_EPSILON:g} for a frequency oracle (e^epsilon overflows "
+            f"and the flip probabilities round to 0); got {eps[eps > MAX_EPSILON].ravel()[:3]}"
+        )
     try:
         out = np.broadcast_shapes(eps.shape, shape)
     except ValueError:
@@ -96,6 +106,11 @@ def krr_probabilities(epsilon, k):
     return keep[()], ((1.0 - keep) / (k - 1))[()]
 
 
+@release_guard(
+    records="items",
+    privacy={"keep_prob": "probability", "flip_prob": "probability"},
+    per_record=("keep_prob", "flip_prob"),
+)
 def unary_encoding_perturb(items, k, keep_prob, flip_prob, rng):
     """Unary encoding: one-hot encode each item, report each bit as 1 with ``keep_prob`` (own
     bit) or ``flip_prob`` (other bits).  Returns an ``int8`` array of shape ``items.shape + (k,)``.
@@ -122,6 +137,7 @@ def unary_encoding_perturb(items, k, keep_prob, flip_prob, rng):
     return (rng.random(x.shape + (k,)) < prob).astype(np.int8)
 
 
+@release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
 def oue_perturb(items, k, epsilon, rng):
     """Optimal unary encoding (Wang et al. 2017; LDP paper eq. 9).
 
@@ -152,6 +168,7 @@ def oue_perturb(items, k, epsilon, rng):
     return unary_encoding_perturb(x, k, a, b, rng)
 
 
+@release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
 def sue_perturb(items, k, epsilon, rng):
     """Symmetric unary encoding (basic one-time RAPPOR): keep prob ``e^{ε/2}/(1+e^{ε/2})``."""
     x = _items(items, k)
@@ -160,6 +177,7 @@ def sue_perturb(items, k, epsilon, rng):
     return unary_encoding_perturb(x, k, a, b, rng)
 
 
+@release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
 def krr_perturb(items, k, epsilon, rng):
     """k-ary randomized response (direct encoding); ``k = 2`` is binary randomized response.
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validation import check_finite, check_positive
-from .core import _rng, analytic_gaussian_sigma, clip_rows, randomized_response
+from .core import _rng, analytic_gaussian_sigma, clip_rows, randomized_response, release_guard
 
 __all__ = [
     "PerturbedRelease",
@@ -65,6 +65,20 @@ def split_epsilon(epsilon, c=0.5):
     return (1.0 - c) * float(epsilon), c * float(epsilon)
 
 
+@release_guard(
+    records="X",
+    event_ndim=1,
+    privacy={
+        "epsilon": "epsilon",
+        "delta": "delta",
+        "R": "positive",
+        "R_y": "positive",
+        "c": "probability",
+    },
+    per_record=("y",),
+    scalar=("epsilon", "delta", "R", "R_y", "c"),
+    output=lambda rel: rel.reports,
+)
 def perturb_linreg(X, y, epsilon, delta, rng, *, R=1.0, R_y=2.0, c=0.5):
     """LDP release for linear regression: clip, then the Gaussian mechanism on x and on y.
 
@@ -99,6 +113,14 @@ def perturb_linreg(X, y, epsilon, delta, rng, *, R=1.0, R_y=2.0, c=0.5):
     return PerturbedRelease(np.column_stack([zx, zy]), sigma_x, sigma_y, None)
 
 
+@release_guard(
+    records="X",
+    event_ndim=1,
+    privacy={"epsilon": "epsilon", "delta": "delta", "R": "positive", "c": "probability"},
+    per_record=("labels",),
+    scalar=("epsilon", "delta", "R", "c"),
+    output=lambda rel: rel.reports,
+)
 def perturb_logreg(X, labels, epsilon, delta, rng, *, R=1.0, c=0.5):
     """LDP release for logistic regression: Gaussian mechanism on x, randomized response on y.
 

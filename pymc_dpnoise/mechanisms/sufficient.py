@@ -20,7 +20,7 @@ from scipy import optimize
 
 from .._validation import check_finite, check_positive
 from ..math.sufficient import GLMS, stat_dim, t2_indices
-from .core import _rng, analytic_gaussian_sigma, as_matrix, clip_rows
+from .core import _rng, analytic_gaussian_sigma, as_matrix, clip_rows, release_guard
 
 __all__ = [
     "SSRelease",
@@ -220,6 +220,12 @@ class SSRelease(NamedTuple):
     sensitivity: float
 
 
+@release_guard(
+    records=None,
+    privacy={"epsilon": "epsilon", "delta": "delta", "R": "positive", "Ry": "positive"},
+    scalar=("epsilon", "delta", "R", "Ry"),
+    output=lambda rel: rel.z,
+)
 def release_sufficient_statistics(
     X, y, glm: str, epsilon, delta, rng, *, R=1.0, Ry=1.0, local: bool = False
 ) -> SSRelease:
