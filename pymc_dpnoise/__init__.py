@@ -26,6 +26,8 @@ from importlib.metadata import PackageNotFoundError, version
 from . import mechanisms
 from .distributions import (
     KRRLikelihood,
+    LaplaceNoisyBinomial,
+    LaplaceNoisyPoisson,
     LaplacePerturbedClippedExponential,
     LaplacePerturbedClippedNormal,
     OUELikelihood,
@@ -43,6 +45,8 @@ except PackageNotFoundError:  # pragma: no cover
 
 __all__ = [
     "KRRLikelihood",
+    "LaplaceNoisyBinomial",
+    "LaplaceNoisyPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",
     "OUELikelihood",

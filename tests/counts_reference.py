@@ -34,7 +34,10 @@ def log_factorial(m):
         (z - LD(0.5)) * np.log(z)
         - z
         + _LOG_2PI / 2
-        + (LD(1) / 12 - (LD(1) / 360 - (LD(1) / 1260 - (LD(1) / 1680 - LD(1) / (1188 * z2)) / z2) / z2) / z2)
+        + (
+            LD(1) / 12
+            - (LD(1) / 360 - (LD(1) / 1260 - (LD(1) / 1680 - LD(1) / (1188 * z2)) / z2) / z2) / z2
+        )
         / z
     )
     small = _SMALL[np.clip(m, 0, 20).astype(int)]

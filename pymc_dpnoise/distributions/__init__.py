@@ -16,6 +16,7 @@ from .clipped import (
     LaplacePerturbedClippedExponential,
     LaplacePerturbedClippedNormal,
 )
+from .counts import LaplaceNoisyBinomial, LaplaceNoisyPoisson
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
@@ -27,6 +28,8 @@ from .sufficient import SSNormalApprox
 
 __all__ = [
     "KRRLikelihood",
+    "LaplaceNoisyBinomial",
+    "LaplaceNoisyPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedNormal",
     "OUELikelihood",

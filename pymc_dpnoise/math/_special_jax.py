@@ -198,7 +198,7 @@ def _poisson_parts(k, lmu, lower):
 
 
 def log_poisson_ratio_lower(k, lmu):
-    mu, kk, use_cf, use_sum, h, s, f = _poisson_parts(k, lmu, True)
+    _, kk, use_cf, use_sum, h, s, f = _poisson_parts(k, lmu, True)
     lm = jnp.minimum(lmu, 700.0)
     r_cf = lm + jnp.log(h)
     log_sf = log_poisson_pmf(kk + 1.0, lm) + jnp.log1p(s)
@@ -209,7 +209,7 @@ def log_poisson_ratio_lower(k, lmu):
 
 
 def log_poisson_ratio_upper(k, lmu):
-    mu, kk, use_cf, _, h, s, _ = _poisson_parts(k, lmu, False)
+    _, kk, use_cf, _, h, s, _ = _poisson_parts(k, lmu, False)
     log_cdf = lmu + log_poisson_pmf(kk, lmu) + jnp.log(h)
     r_cf = _log1mexp(log_cdf) - log_poisson_pmf(kk + 1.0, lmu)
     out = jnp.where(use_cf, r_cf, jnp.log1p(s))

@@ -26,6 +26,12 @@ from .core import (
     perturb_clipped_exponential,
     randomized_response,
 )
+from .counts import (
+    CountRelease,
+    release_binomial_count,
+    release_multinomial_counts,
+    release_poisson_count,
+)
 from .frequency import (
     clip_normalize,
     compress_reports,
@@ -61,6 +67,7 @@ from .sufficient import (
 )
 
 __all__ = [
+    "CountRelease",
     "PerturbedRelease",
     "SSRelease",
     "analytic_gaussian_sigma",
@@ -90,6 +97,9 @@ __all__ = [
     "polynomial_ss_sensitivity",
     "project_simplex",
     "randomized_response",
+    "release_binomial_count",
+    "release_multinomial_counts",
+    "release_poisson_count",
     "release_sufficient_statistics",
     "split_epsilon",
     "ss_sensitivity",
