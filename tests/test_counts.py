@@ -335,10 +335,10 @@ def _hierarchical(released, n, eps):
 def test_hierarchical_model_samples_with_every_backend(sampler):
     pytest.importorskip(sampler if sampler != "pymc" else "pymc")
     rng = np.random.default_rng(5)
-    n = rng.integers(50, 5000, size=20)
+    n = rng.integers(500, 5000, size=20)
     p = 1 / (1 + np.exp(-rng.normal(-1.0, 0.5, size=20)))
-    released = rng.binomial(n, p) + rng.laplace(0, 1 / 0.1, size=20)
-    model = _hierarchical(released, n, 0.1)
+    released = rng.binomial(n, p) + rng.laplace(0, 1 / 0.5, size=20)
+    model = _hierarchical(released, n, 0.5)
     with model:
         idata = pm.sample(
             300, tune=300, chains=2, nuts_sampler=sampler, random_seed=1, progressbar=False

@@ -214,3 +214,46 @@ def log_poisson_ratio_upper(k, lmu):
     r_cf = _log1mexp(log_cdf) - log_poisson_pmf(kk + 1.0, lmu)
     out = jnp.where(use_cf, r_cf, jnp.log1p(s))
     return jnp.where(k < 0, jnp.exp(lmu), out)
+
+
+_KERNELS = {
+    "binom_pmf": log_binom_pmf,
+    "binom_ratio": log_binom_cdf_ratio,
+    "pois_pmf": log_poisson_pmf,
+    "pois_lower": log_poisson_ratio_lower,
+    "pois_upper": log_poisson_ratio_upper,
+}
+
+
+def _derivative(kind, args, r):
+    """d output / d last input: the same closed forms as ``_CountsOp.pullback``."""
+    if kind == "binom_pmf":
+        k, n, lq = args
+        return k - n * jax.nn.sigmoid(lq)
+    if kind == "binom_ratio":
+        k, n, lq = args
+        return -k * jax.nn.sigmoid(-lq) - (n - k) * jax.nn.sigmoid(lq) * jnp.expm1(-r)
+    k, lmu = args
+    lm = jnp.minimum(lmu, 700.0)
+    if kind == "pois_pmf":
+        return k - jnp.exp(lm)
+    if kind == "pois_lower":
+        return jnp.where(lmu > 700.0, 0.0, -jnp.exp(lm) * jnp.expm1(-r) - k)
+    return jnp.exp(lm) + (k + 1.0) * jnp.expm1(-r)
+
+
+def differentiable(kind):
+    """The kernel with a ``custom_jvp`` (JAX cannot differentiate its ``while_loop``s; the
+    numpyro sampler differentiates the JAX graph itself, not PyTensor's gradient graph)."""
+    kernel = _KERNELS[kind]
+
+    @jax.custom_jvp
+    def f(*args):
+        return kernel(*args)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        r = kernel(*primals)
+        return r, _derivative(kind, primals, r) * tangents[-1]
+
+    return f
