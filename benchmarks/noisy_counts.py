@@ -42,7 +42,7 @@ def compile_fn(kind, m, mode):
     elif kind == "clamped":
         out = cm.clamped_binomial_laplace_logp(y, n, epsilon=e, logit_p=lq)
     else:
-        out = cm.poisson_laplace_logp(y, epsilon=e, log_mu=lq + pt.log(n))
+        out = cm.poisson_laplace_logp(y, epsilon=e, log_mu=pt.log(n) - pt.softplus(-lq))  # n p
     total = out.sum()
     return pytensor.function([y, n, lq, e], [total, pytensor.grad(total, lq), out], mode=mode)
 
@@ -50,10 +50,11 @@ def compile_fn(kind, m, mode):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     t_start = time.perf_counter()
     m = 200 if args.quick else 1000
-    rounds = 3 if args.quick else 7
+    rounds = 3 if args.quick else args.rounds
     ns = [10, 1000] if args.quick else [10, 1000, 10**5, 10**7]
     epss = [0.01, 1.0, 100.0]
     rng = np.random.default_rng(0)
