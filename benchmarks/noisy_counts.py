@@ -94,7 +94,7 @@ def main():
                     else:
                         ref = brute_poisson_logp(data[kind][i], n * p[i], b)
                     for o in (out, out_jax):
-                        worst = max(worst, abs(o[i] - ref) / max(1.0, abs(ref)))
+                        worst = max(worst, float(abs(o[i] - ref) / max(1.0, abs(ref))))
                 row[f"err/{kind}"] = worst
             rows.append(row)
             print(row, flush=True)
