@@ -38,6 +38,8 @@ from importlib.metadata import PackageNotFoundError, version
 # and ``pymc_dpnoise.X`` work as before.
 _DISTRIBUTIONS = (
     "KRRLikelihood",
+    "LaplaceNoisyBinomial",
+    "LaplaceNoisyPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",

@@ -18,6 +18,7 @@ from .clipped import (
     LaplacePerturbedClippedNormal,
     LaplacePerturbedClippedNormalSummary,
 )
+from .counts import LaplaceNoisyBinomial, LaplaceNoisyPoisson
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
@@ -29,6 +30,8 @@ from .sufficient import SSNormalApprox
 
 __all__ = [
     "KRRLikelihood",
+    "LaplaceNoisyBinomial",
+    "LaplaceNoisyPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",

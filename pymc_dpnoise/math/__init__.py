@@ -16,6 +16,12 @@ Numerical conventions
   gradient can be ``nan`` or ``inf`` (``switch`` differentiates both branches).
 """
 
+from ._special import (
+    log_binom_cdf_ratio,
+    log_binom_pmf,
+    log_poisson_cdf_ratio,
+    log_poisson_pmf,
+)
 from .clipped import (
     _tilted_tails,  # noqa: F401  (documented in the API page)
     clipped_exponential_laplace_logp,
@@ -29,6 +35,12 @@ from .clipped import (
     log_ndtr,
     log_tilted_interval,
     log_tilted_ndtr,
+)
+from .counts import (
+    binomial_laplace_logp,
+    clamped_binomial_laplace_logp,
+    log_tilted_binomial_mgf,
+    poisson_laplace_logp,
 )
 from .frequency import (
     bits_dot,
@@ -60,9 +72,11 @@ from .sufficient import (
 )
 
 __all__ = [
+    "binomial_laplace_logp",
     "bits_dot",
     "chebyshev_sigmoid_coefficients",
     "chebyshev_sigmoid_monomials",
+    "clamped_binomial_laplace_logp",
     "clipped_exponential_laplace_logp",
     "clipped_exponential_summary_error_bound",
     "clipped_exponential_summary_logp",
@@ -75,8 +89,13 @@ __all__ = [
     "gaussian_moments",
     "krr_logp",
     "log1p_expm1_times",
+    "log_binom_cdf_ratio",
+    "log_binom_pmf",
     "log_exprel",
     "log_ndtr",
+    "log_poisson_cdf_ratio",
+    "log_poisson_pmf",
+    "log_tilted_binomial_mgf",
     "log_tilted_interval",
     "log_tilted_ndtr",
     "logistic_taylor_coefficients",
@@ -86,6 +105,7 @@ __all__ = [
     "perturbed_linreg_cov",
     "perturbed_linreg_logp",
     "perturbed_logreg_logp",
+    "poisson_laplace_logp",
     "ss_moments",
     "ss_normal_approx_logp",
     "stat_dim",

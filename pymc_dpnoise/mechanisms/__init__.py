@@ -26,6 +26,12 @@ from .core import (
     perturb_clipped_exponential,
     randomized_response,
 )
+from .counts import (
+    CountRelease,
+    release_binomial_count,
+    release_multinomial_counts,
+    release_poisson_count,
+)
 from .frequency import (
     clip_normalize,
     compress_reports,
@@ -76,6 +82,7 @@ from .sufficient import (
 
 __all__ = [
     "Budget",
+    "CountRelease",
     "LinRegModel",
     "PerturbedRelease",
     "Release",
@@ -115,6 +122,9 @@ __all__ = [
     "posterior_sampling_epsilon",
     "project_simplex",
     "randomized_response",
+    "release_binomial_count",
+    "release_multinomial_counts",
+    "release_poisson_count",
     "release_sufficient_statistics",
     "split_epsilon",
     "ss_sensitivity",
