@@ -73,6 +73,10 @@ def _model_frames(rng):
         "linreg": pd.DataFrame(lin.reports, columns=["x1", "x2", "y"]),
         "logreg": pd.DataFrame(log.reports, columns=["x1", "x2", "label"]),
         "ss-normal": pd.DataFrame({"s": rel.z}),
+        "noisy-binomial": pd.DataFrame(
+            {"y": rng.binomial(200, 0.3, 40) + rng.laplace(0.0, 2.0, 40)}
+        ),
+        "noisy-poisson": pd.DataFrame({"y": rng.poisson(50.0, 40) + rng.laplace(0.0, 3.0, 40)}),
     }
 
 
@@ -87,6 +91,8 @@ MODEL_ARGS = {
     "linreg": ["--epsilon", "4", "--delta", "1e-5"],
     "logreg": ["--sigma-x", "4.1", "--epsilon-y", "2"],
     "ss-normal": ["--glm", "logistic", "--n", "300", "--epsilon", "1", "--delta", "1e-5"],
+    "noisy-binomial": ["--n", "200", "--epsilon", "0.5"],
+    "noisy-poisson": ["--epsilon", "1", "--sensitivity", "3"],
 }
 
 

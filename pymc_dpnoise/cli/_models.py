@@ -568,6 +568,96 @@ def _clipped_exponential_build(args, data):
 
 
 # --------------------------------------------------------------------------------------------
+# noisy counts (central DP: one released count per row)
+# --------------------------------------------------------------------------------------------
+
+
+def _noisy_count_args(g, *, binomial: bool):
+    if binomial:
+        g.add_argument(
+            "--n", type=int, required=True, help="number of records behind every released count"
+        )
+        g.add_argument(
+            "--clamp",
+            action="store_true",
+            help="the releases were clamped to [0, n] after the noise (atoms at 0 and n)",
+        )
+        g.add_argument(
+            "--p-prior",
+            nargs=2,
+            type=positive_float,
+            metavar=("A", "B"),
+            default=(1.0, 1.0),
+            help="p ~ Beta(A, B) (default: 1 1, uniform)",
+        )
+    else:
+        g.add_argument(
+            "--mu-prior",
+            nargs=2,
+            type=positive_float,
+            metavar=("ALPHA", "BETA"),
+            default=(1.0, 0.01),
+            help="mu ~ Gamma(shape ALPHA, rate BETA) (default: 1 0.01, prior mean 100)",
+        )
+    g.add_argument(
+        "--sensitivity",
+        type=positive_float,
+        default=1.0,
+        help="L1 sensitivity of one record (Laplace scale = sensitivity / epsilon; default 1)",
+    )
+
+
+def _noisy_count_check(args):
+    if getattr(args, "n", 1) < 1:
+        raise InputError(f"--n must be a whole number >= 1, got {args.n}")
+    _check_scale(args.sensitivity, args)
+
+
+def _noisy_binomial_build(args, data):
+    import pymc as pm
+
+    from ..distributions import LaplaceNoisyBinomial
+
+    a, b = args.p_prior
+    with pm.Model() as model:
+        p = pm.Beta("p", alpha=a, beta=b)
+        LaplaceNoisyBinomial(
+            "y",
+            args.n,
+            p,
+            data["epsilon"],
+            sensitivity=args.sensitivity,
+            clamp=args.clamp,
+            observed=data["z"],
+        )
+    return Built(
+        model,
+        f"y ~ LaplaceNoisyBinomial(n={args.n}, p, {data['epsilon_desc']}, "
+        f"sensitivity={_fmt(args.sensitivity)}, clamp={args.clamp})",
+        f"p ~ Beta({_fmt(a)}, {_fmt(b)})",
+        ["p"],
+    )
+
+
+def _noisy_poisson_build(args, data):
+    import pymc as pm
+
+    from ..distributions import LaplaceNoisyPoisson
+
+    a, b = args.mu_prior
+    with pm.Model() as model:
+        mu = pm.Gamma("mu", alpha=a, beta=b)
+        LaplaceNoisyPoisson("y", mu, data["epsilon"], args.sensitivity, observed=data["z"])
+    return Built(
+        model,
+        f"y ~ LaplaceNoisyPoisson(mu, {data['epsilon_desc']}, "
+        f"sensitivity={_fmt(args.sensitivity)})",
+        f"mu ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
+        ["mu"],
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # frequency oracles
 # --------------------------------------------------------------------------------------------
 
@@ -1009,6 +1099,41 @@ MODELS: dict[str, ModelSpec] = {
             add_model_args=_clipped_exponential_args,
             check=_clipped_exponential_check,
             build=_clipped_exponential_build,
+        ),
+        ModelSpec(
+            name="noisy-binomial",
+            distribution="LaplaceNoisyBinomial",
+            summary="released counts of n Bernoulli records plus Laplace noise (central DP)",
+            description=_doc(
+                """\
+            Model: each row is one release y_i = s_i + Laplace(0, sensitivity / epsilon_i) of
+            a count s_i ~ Binomial(n, p) (e.g. one region's number of "yes" answers), fitted
+            with pymc_dpnoise.LaplaceNoisyBinomial (s_i summed out exactly).  --clamp: the
+            releases were clamped to [0, n] after the noise.
+
+            Default prior: p ~ Beta(1, 1).""",
+            ),
+            data=SCALAR,
+            add_model_args=lambda g: _noisy_count_args(g, binomial=True),
+            check=_noisy_count_check,
+            build=_noisy_binomial_build,
+        ),
+        ModelSpec(
+            name="noisy-poisson",
+            distribution="LaplaceNoisyPoisson",
+            summary="released totals of Poisson counts plus Laplace noise (central DP)",
+            description=_doc(
+                """\
+            Model: each row is one release y_i = s_i + Laplace(0, sensitivity / epsilon_i) of
+            a total s_i ~ Poisson(mu), fitted with pymc_dpnoise.LaplaceNoisyPoisson (s_i summed
+            out exactly).  The sensitivity is the bound each record's count was clipped to.
+
+            Default prior: mu ~ Gamma(1, 0.01) (prior mean 100; set --mu-prior).""",
+            ),
+            data=SCALAR,
+            add_model_args=lambda g: _noisy_count_args(g, binomial=False),
+            check=_noisy_count_check,
+            build=_noisy_poisson_build,
         ),
         ModelSpec(
             name="oue",
