@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from .._validation import check_finite, check_positive
 from ..mechanisms.core import _rng, analytic_gaussian_sigma
@@ -33,7 +34,7 @@ def _grad(loss, theta, X, y):
     if loss == "squared":
         r = u - y
     else:  # logistic, y in {0, 1}
-        r = 1.0 / (1.0 + np.exp(-u)) - y
+        r = special.expit(u) - y  # no overflow warning for very negative u
     return r[:, None] * X
 
 
