@@ -552,7 +552,7 @@ def clipped_normal_summary_error_bound(summary, mu, sigma, lower, upper, epsilon
 
         M_j = \frac{r_j}{s^2}\Big(\max|q'/q| + \frac1s\Big) + \frac{2(\max(1, r_j) + 1)}{s^3}.
 
-    (A first version took the largest |f'''| at the edges and the centre of each bin; that is
+    (A first version took the largest :math:`|f'''|` at the edges and the centre of each bin; that is
     not a supremum when σ is smaller than the bin width, and the bound then failed on a
     parameter grid reaching σ → 0.)
     """
