@@ -45,7 +45,17 @@ def _safe_params(ok, **params):
     Used where ``check_parameters`` refuses a parameter set: the log density is then computed
     at harmless values, so that the refused branch cannot send NaN into a gradient.
     """
-    return [pt.switch(ok, _f64(v), float(h)) for v, h in params.values()]
+    return [_keep_or_switch(ok, v, h) for v, h in params.values()]
+
+
+def _keep_or_switch(ok, value, harmless):
+    # A constant that is finite everywhere (a protocol parameter such as the clipping bounds,
+    # already validated by ``dist``) stays a constant: the clipped logps split the reports by
+    # region with indices PyTensor folds at compile time, which the JAX backend needs.
+    known = constant_value(value)
+    if known is not None and np.all(np.isfinite(known)):
+        return _f64(value)
+    return pt.switch(ok, _f64(value), float(harmless))
 
 
 def _check_observed(name, observed):

@@ -23,6 +23,8 @@ import dataclasses
 
 import numpy as np
 
+from .core import check_privacy_parameter
+
 __all__ = [
     "CountRelease",
     "release_binomial_count",
@@ -63,10 +65,10 @@ class CountRelease:
 
 
 def _epsilon(epsilon) -> float:
-    eps = float(epsilon)
-    if not np.isfinite(eps) or eps <= 0:
-        raise ValueError(f"`epsilon` must be finite and > 0; got {epsilon!r}")
-    return eps
+    eps = check_privacy_parameter("epsilon", epsilon, "epsilon")
+    if eps.ndim:
+        raise ValueError(f"`epsilon` must be a scalar (one budget per release); got {epsilon!r}")
+    return float(eps)
 
 
 def _records(name, x) -> np.ndarray:

@@ -135,6 +135,8 @@ def _rng(rng) -> np.random.Generator:
 
 
 def _scalar_positive(name: str, value) -> float:
+    if value is None or isinstance(value, str | bytes | bool | np.bool_):
+        raise TypeError(f"`{name}` must be a number; got {value!r}")
     if np.ndim(value) != 0:
         raise ValueError(f"`{name}` must be a scalar; got shape {np.shape(value)}")
     try:
