@@ -376,10 +376,10 @@ def test_compressed_posterior_matches_exact():
 
 import dataclasses  # noqa: E402
 
-from pymc_dpnoise.diagnostics import (  # noqa: E402
+from pymc_dpnoise.diagnostics import simulation_based_calibration  # noqa: E402
+from pymc_dpnoise.experiments.ldp_calibration import (  # noqa: E402
     ClippedExponentialSBC,
     ClippedNormalSBC,
-    simulation_based_calibration,
 )
 
 

@@ -36,7 +36,7 @@ __all__ = [
 
 #: largest |bound - mu| / sigma and sigma epsilon / (upper - lower) the clipped-normal logp
 #: accepts: their squares must not overflow (accuracy is audited up to 1e100)
-MAX_STANDARDISED = 1e150
+MAX_STANDARDISED = np.float64(1e150)  # np.float64: pytensor would try float32 first
 
 
 # --------------------------------------------------------------------------------------------

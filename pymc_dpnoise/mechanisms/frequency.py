@@ -130,11 +130,17 @@ def unary_encoding_perturb(items, k, keep_prob, flip_prob, rng):
         check_finite(name, v)
         if np.any((np.asarray(v) <= 0) | (np.asarray(v) >= 1)):
             raise ValueError(f"`{name}` must be in (0, 1); got {v}")
-    a = np.asarray(keep_prob, dtype=float)[..., None]
+    return _unary_encoding(x, k, 1.0 - np.asarray(keep_prob, dtype=float), flip_prob, rng)
+
+
+def _unary_encoding(x, k, drop_prob, flip_prob, rng):
+    """Own bit is 0 with ``drop_prob``, every other bit is 1 with ``flip_prob``."""
+    rng = _rng(rng)
+    d = np.asarray(drop_prob, dtype=float)[..., None]
     b = np.asarray(flip_prob, dtype=float)[..., None]
     onehot = x[..., None] == np.arange(k)
-    prob = np.where(onehot, a, b)
-    return (rng.random(x.shape + (k,)) < prob).astype(np.int8)
+    u = rng.random(x.shape + (k,))
+    return np.where(onehot, u >= d, u < b).astype(np.int8)
 
 
 @release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
@@ -164,8 +170,8 @@ def oue_perturb(items, k, epsilon, rng):
     """
     x = _items(items, k)
     eps = _epsilon(epsilon, x.shape)
-    a, b = oue_probabilities(eps)
-    return unary_encoding_perturb(x, k, a, b, rng)
+    _, b = oue_probabilities(eps)
+    return _unary_encoding(x, k, np.full(eps.shape, 0.5), b, rng)
 
 
 @release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
@@ -173,8 +179,10 @@ def sue_perturb(items, k, epsilon, rng):
     """Symmetric unary encoding (basic one-time RAPPOR): keep prob ``e^{ε/2}/(1+e^{ε/2})``."""
     x = _items(items, k)
     eps = _epsilon(epsilon, x.shape)
-    a, b = sue_probabilities(eps)
-    return unary_encoding_perturb(x, k, a, b, rng)
+    # own bit dropped with probability 1/(1+e^{ε/2}), computed directly: 1 - keep_prob rounds
+    # to 0 for large ε, and the release must keep its (tiny but positive) flip probability
+    _, b = sue_probabilities(eps)
+    return _unary_encoding(x, k, b, b, rng)
 
 
 @release_guard(records="items", privacy={"epsilon": "epsilon"}, per_record=("epsilon",))
