@@ -11,6 +11,7 @@ import functools
 import itertools
 import math
 from decimal import Decimal, localcontext
+from pathlib import Path
 
 import numpy as np
 import pytensor
@@ -202,3 +203,268 @@ def test_issue17_huge_mu_has_finite_gradients(mu):
 def test_issue17_nan_report_in_pm_logp_is_minus_inf():
     logp = _clipped_normal_logp_fn()(np.array([np.nan, np.inf, 0.3]), 0.0, 1.0, 1.0)[0]
     assert logp[0] == -np.inf and logp[1] == -np.inf and np.isfinite(logp[2])
+
+
+# --------------------------------------------------------------------------------------------
+# Follow-ups: reports swapped in with pm.set_data, NaN values, named shape errors, limits
+# --------------------------------------------------------------------------------------------
+
+
+def _set_data_model(cls, data, **params):
+    import pymc as pm
+
+    with pm.Model() as model:
+        th = pm.Dirichlet("th", np.ones(3))
+        d = pm.Data("d", data)
+        cls("z", p=th, observed=d, **params)
+    return model, model.compile_logp(), model.initial_point()
+
+
+def test_issue17_set_data_invalid_reports_raise_naming_observed():
+    """Was: pm.set_data with 2, 0.5 or NaN bits gave -inf (or a truncated, wrong finite
+    value for a float container) instead of an error."""
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    good = np.array([[1.0, 0, 0], [0, 1, 1]])
+    model, logp, point = _set_data_model(pmd.OUELikelihood, good, epsilon=1.0)
+    ref = logp(point)
+    assert np.isfinite(ref)
+    for bad in ([[2.0, 0, 0], [0, 1, 1]], [[0.5, 0, 0], [0, 1, 1]], [[np.inf, 0, 0], [0, 1, 1]]):
+        with model:
+            pm.set_data({"d": np.array(bad)})
+        with pytest.raises(ValueError, match=r"observed: the reports in the pm\.Data container"):
+            logp(point)
+    with model:
+        pm.set_data({"d": good})
+    assert logp(point) == ref
+
+    model, logp, point = _set_data_model(pmd.KRRLikelihood, np.array([0, 2]), epsilon=1.0)
+    assert np.isfinite(logp(point))
+    for bad in ([0, 3], [-1, 0]):
+        with model:
+            pm.set_data({"d": np.array(bad)})
+        with pytest.raises(ValueError, match=r"observed: .* items in \[0, k\)"):
+            logp(point)
+
+
+def test_issue17_set_data_non_finite_continuous_reports_raise():
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        d = pm.Data("d", np.array([0.1, 0.2]))
+        pmd.LaplacePerturbedClippedNormal("z", mu, 1.0, -1.0, 1.0, 1.0, observed=d)
+    logp, point = model.compile_logp(), model.initial_point()
+    assert np.isfinite(logp(point))
+    with model:  # (NaN becomes a masked array in pm.set_data; inf passes through to the graph)
+        pm.set_data({"d": np.array([np.inf, 0.2])})
+    with pytest.raises(ValueError, match="must be finite"):
+        logp(point)
+
+
+def test_issue17_nan_values_in_pm_logp_are_minus_inf_for_every_continuous_class():
+    """Was: NaN for the noisy counts, both regressions, SSNormalApprox and the summaries."""
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    nan3 = np.array([np.nan, np.inf, 0.5])
+    cases = [
+        (pmd.LaplaceNoisyBinomial.dist(10, 0.3, 1.0), nan3, [0, 1]),
+        (pmd.LaplaceNoisyBinomial.dist(10, 0.3, 1.0, clamp=True), nan3, [0, 1]),
+        (pmd.LaplaceNoisyPoisson.dist(3.0, 1.0, 1.0), nan3, [0, 1]),
+        (
+            pmd.PerturbedLinReg.dist(np.zeros(2), 1.0, np.eye(2), 1.0, 1.0),
+            np.array([[np.nan, 0, 0], [0.1, 0.2, 0.3]]),
+            [0],
+        ),
+        (
+            pmd.PerturbedLogReg.dist(np.zeros(2), np.eye(2), 1.0, 1.0),
+            np.array([[0.1, np.inf, 1.0], [0.1, 0.2, 0.0]]),
+            [0],
+        ),
+        (
+            pmd.SSNormalApprox.dist(np.zeros(2), np.eye(2), 10.0, np.eye(5), "logistic"),
+            np.array([[np.nan, 0, 0, 0, 0], [0.1, 0, 0, 0, 0]]),
+            [0],
+        ),
+        (
+            pmd.LaplacePerturbedClippedNormalSummary.dist(0.0, 1.0, -1.0, 1.0, 1.0, n=10, n_bins=4),
+            np.full((6, 4), np.nan),
+            [()],
+        ),
+    ]
+    for rv, value, refused in cases:
+        out = np.atleast_1d(pm.logp(rv, value).eval())
+        for i in refused:
+            assert out[i] == -np.inf, (rv, out)
+        rest = np.delete(out, refused) if refused != [()] else []
+        assert np.all(np.isfinite(rest)), (rv, out)
+
+
+def test_issue17_float_tensor_values_of_frequency_oracles_are_checked():
+    """A NumPy value given to pm.logp is cast to the reports' integer dtype by PyMC itself
+    (pm.logp: as_tensor_variable(value, dtype=rv.dtype)) before the distribution sees it; a
+    float tensor is not cast, and its non-bits are outside the support."""
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    bits = pt.as_tensor(np.array([[0.5, 0, 0], [np.nan, 0, 1], [1.0, 0, 1]]))
+    out = pm.logp(pmd.OUELikelihood.dist(P3, 1.0), bits).eval()
+    assert out[0] == -np.inf and out[1] == -np.inf and np.isfinite(out[2])
+    items = pt.as_tensor(np.array([0.5, np.nan, 2.0]))
+    out = pm.logp(pmd.KRRLikelihood.dist(P3, 1.0), items).eval()
+    assert out[0] == -np.inf and out[1] == -np.inf and np.isfinite(out[2])
+
+
+@pytest.mark.parametrize(
+    "make,arg",
+    [
+        # wrong report width: was "Reshape: Input shape ..." / "Incompatible shared dimension"
+        (lambda d, pm: pm.logp(d.OUELikelihood.dist(P3, 1.0), np.zeros((2, 4), "int8")), "value"),
+        (lambda d, pm: pm.logp(d.PerturbedLinReg.dist(np.zeros(2), 1.0, np.eye(2), 1.0, 1.0), np.zeros((4, 5))), "value"),
+        (lambda d, pm: pm.logp(d.PerturbedLogReg.dist(np.zeros(2), np.eye(2), 1.0, 1.0), np.zeros((4, 5))), "value"),
+        (lambda d, pm: pm.logp(d.SSNormalApprox.dist(np.zeros(2), np.eye(2), 10.0, np.eye(5), "logistic"), np.zeros(4)), "value"),
+        # wrong-length per-report budget: was "Incompatible Elemwise input shapes"
+        (lambda d, pm: pm.logp(d.LaplacePerturbedClippedNormal.dist(0.0, 1.0, -1.0, 1.0, np.ones(3)), np.zeros(5)), "epsilon"),
+        (lambda d, pm: pm.logp(d.LaplaceNoisyPoisson.dist(1.0, np.ones(3), 1.0), np.zeros(5)), "epsilon"),
+        (lambda d, pm: pm.logp(d.OUELikelihood.dist(P3, np.ones(3)), np.zeros((5, 3), "int8")), "epsilon"),
+        (lambda d, pm: d.PerturbedLogReg("z", np.zeros(2), np.eye(2), 1.0, np.ones(3), observed=np.zeros((5, 3))), "epsilon_y"),
+        (lambda d, pm: d.PerturbedLinReg("z", np.zeros(2), 1.0, np.eye(2), 1.0, np.ones(3), observed=np.zeros((5, 3))), "sigma_y"),
+        # None became NaN
+        (lambda d, pm: d.LaplaceNoisyBinomial.dist(10, None, 1.0), "p"),
+        (lambda d, pm: d.LaplaceNoisyBinomial.dist(None, 0.3, 1.0), "n"),
+        (lambda d, pm: d.LaplaceNoisyPoisson.dist(None, 1.0, 1.0), "mu"),
+        # sizes that allocate without bound: was a 74.5 GiB allocation for nodes=100000
+        (lambda d, pm: d.PerturbedLogReg.dist(np.zeros(2), np.eye(2), 1.0, 1.0, nodes=100000), "nodes"),
+        (lambda d, pm: d.LaplaceNoisyBinomial.dist(1e300, 0.3, 1.0), "n"),
+    ],
+)  # fmt: skip
+def test_issue17_shape_size_and_none_errors_name_the_argument(make, arg):
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    with pm.Model(), pytest.raises((TypeError, ValueError), match=f"`{arg}`"):
+        make(pmd, pm)
+
+
+def test_issue17_summary_bin_count_is_bounded():
+    import pymc_dpnoise as pmd
+
+    with pytest.raises(ValueError, match="n_bins: at most"):
+        pmd.LaplacePerturbedClippedNormalSummary.dist(0.0, 1.0, -1.0, 1.0, 1.0, n=10, n_bins=10**9)
+
+
+def _param_fn(build, value, n_params):
+    import pymc as pm
+
+    syms = [pt.dscalar(f"a{i}") for i in range(n_params)]
+    logp = pm.logp(build(*syms), value).sum()
+    grads = pt.grad(logp, syms)
+    return pytensor.function(syms, [logp, *grads])
+
+
+def _summary_table():
+    import pymc_dpnoise as pmd
+
+    z = np.random.default_rng(0).normal(size=100)
+    return pmd.summarize(z, -1.0, 1.0, 1.0, n_bins=4).table
+
+
+ABSURD = [np.inf, -np.inf, np.nan]
+
+
+@functools.cache
+def _absurd_cases():
+    import pymc_dpnoise as pmd
+
+    t = _summary_table()
+    return {
+        "binomial": (
+            _param_fn(lambda n, p, e: pmd.LaplaceNoisyBinomial.dist(n, p, e), np.array([3.2, -1.0]), 3),
+            [10.0, 0.3, 1.0],
+            [(0, v) for v in [*ABSURD, 1e300]] + [(1, v) for v in ABSURD] + [(2, v) for v in ABSURD],
+        ),
+        "poisson": (
+            _param_fn(lambda m, e: pmd.LaplaceNoisyPoisson.dist(m, e, 1.0), np.array([3.2, -1.0]), 2),
+            [3.0, 1.0],
+            [(0, v) for v in ABSURD] + [(1, v) for v in ABSURD],
+        ),
+        "summary": (
+            _param_fn(lambda m, s: pmd.LaplacePerturbedClippedNormalSummary.dist(m, s, -1.0, 1.0, 1.0, n=100, n_bins=4), t, 2),
+            [0.0, 1.0],
+            [(0, v) for v in ABSURD] + [(1, v) for v in [*ABSURD, 1e-300]],
+        ),
+        "logreg": (
+            _param_fn(lambda a: pmd.PerturbedLogReg.dist(pt.stack([a, 0.5]), np.eye(2), 1.0, 1.0), np.array([[0.1, 0.2, 1.0]]), 1),
+            [0.3],
+            [(0, v) for v in [*ABSURD, 1e300]],
+        ),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["binomial", "poisson", "summary", "logreg"])
+def test_issue17_absurd_random_parameters_of_every_class_are_refused(name):
+    """Was NaN (n = inf or 1e300, epsilon = inf, mu = inf, sigma = 1e-300, theta = 1e300)."""
+    from pymc.logprob.utils import ParameterValueError
+
+    fn, base, cases = _absurd_cases()[name]
+    assert all(np.all(np.isfinite(o)) for o in fn(*base))
+    for i, v in cases:
+        args = list(base)
+        args[i] = v
+        with pytest.raises(ParameterValueError):
+            fn(*args)
+
+
+@pytest.mark.parametrize("mu", [1e16, -1e16, 1e100])
+def test_issue17_huge_mu_has_finite_gradients_in_the_summary(mu):
+    fn, _, _ = _absurd_cases()["summary"]
+    out = fn(mu, 1.0)
+    assert all(np.all(np.isfinite(o)) for o in out)
+
+
+def test_issue17_ss_taylor_order_outside_its_range_is_an_error_naming_order():
+    """Was: -inf with a zero gradient once theta' Sigma theta exceeds a few units."""
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    th = pt.dvector("th")
+    value = np.array([100.0, 0, 300, 0, 300])
+    for order, bad in [(3, 2.6), (5, 1.8)]:
+        rv = pmd.SSNormalApprox.dist(th, np.eye(2), 1000.0, np.eye(5), "logistic", order=order)
+        fn = pytensor.function([th], pm.logp(rv, value))
+        assert np.isfinite(fn(np.array([0.5, 0.0])))
+        with pytest.raises(ValueError, match="order='quadrature'"):
+            fn(np.array([bad, 0.0]))
+    rv = pmd.SSNormalApprox.dist(th, np.eye(2), 1000.0, np.eye(5), "logistic", order="quadrature")
+    assert np.isfinite(pytensor.function([th], pm.logp(rv, value))(np.array([2.6, 0.0])))
+
+
+def test_issue17_one_max_epsilon():
+    from pymc_dpnoise.distributions import frequency as dfreq
+    from pymc_dpnoise.mechanisms import frequency as mfreq
+
+    assert dfreq.MAX_EPSILON is mfreq.MAX_EPSILON
+    src = (Path(dfreq.__file__)).read_text()
+    assert "MAX_EPSILON =" not in src
+
+
+def test_issue17_compress_reports_packed_rows_match_unique():
+    from pymc_dpnoise.mechanisms import compress_reports
+
+    rng = np.random.default_rng(3)
+    for k in (1, 7, 8, 13, 64, 70):
+        z = (rng.random((500, k)) < 0.3).astype(np.int8)
+        pat, cnt = compress_reports(z)
+        ref_pat, ref_cnt = np.unique(z, axis=0, return_counts=True)
+        np.testing.assert_array_equal(pat, ref_pat)
+        np.testing.assert_array_equal(cnt, ref_cnt)
+        assert pat.dtype == z.dtype and cnt.sum() == 500

@@ -25,7 +25,15 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_less, check_positive, check_shapes
-from ._common import _all_finite, _f64, _finite_value, _NoImputeContinuous, _safe_params
+from ._common import (
+    _all_finite,
+    _check_value_batch,
+    _f64,
+    _finite_reports,
+    _ninf_where_not,
+    _NoImputeContinuous,
+    _safe_params,
+)
 
 __all__ = [
     "LaplacePerturbedClippedExponential",
@@ -146,36 +154,49 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
         return point
 
     def logp(value, mu, sigma, lower, upper, epsilon):
-        finite, safe = _finite_value(value)
-        # (bound - mu)/sigma is squared inside: beyond 1e150 it overflows (NaN), so such
-        # parameters are outside the domain (-inf), like non-finite ones
-        ok = pt.and_(
-            pt.all(_all_finite(mu, sigma, lower, upper, epsilon)),
-            pt.all((sigma > 0) & (epsilon > 0) & (upper > lower)),
-        )
-        reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
-        kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
-        ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
-        # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
-        ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
-        # evaluate at harmless parameters where they are refused, so no NaN reaches a gradient
-        mu, sigma, lower, upper, epsilon = _safe_params(
-            ok,
-            mu=(mu, 0.0),
-            sigma=(sigma, 1.0),
-            lower=(lower, -1.0),
-            upper=(upper, 1.0),
-            epsilon=(epsilon, 1.0),
+        params = dict(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon)
+        _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
+        finite, safe = _finite_reports(value)
+        ok, (mu, sigma, lower, upper, epsilon) = _clipped_normal_domain(
+            mu, sigma, lower, upper, epsilon
         )
         res = dpmath.clipped_normal_laplace_logp(safe, mu, sigma, lower, upper, epsilon)
-        res = pt.switch(finite, res, -np.inf)
-        return check_parameters(
-            res,
-            ok,
-            msg=f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
-            f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
-            f"epsilon >= {1 / MAX_STANDARDISED:g}",
-        )
+        res = _ninf_where_not(finite, res)
+        return check_parameters(res, ok, msg=_CLIPPED_NORMAL_DOMAIN)
+
+
+_CLIPPED_NORMAL_DOMAIN = (
+    f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
+    f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
+    f"epsilon >= {1 / MAX_STANDARDISED:g}"
+)
+
+
+def _clipped_normal_domain(mu, sigma, lower, upper, epsilon):
+    """``(ok, safe parameters)`` of the clipped-normal logps (per report and summary).
+
+    (bound - mu)/sigma is squared inside: beyond 1e150 it overflows (NaN), so such parameters
+    are outside the domain (-inf), like non-finite ones; where refused, the log density is
+    evaluated at harmless parameters, so that no NaN reaches a gradient.
+    """
+    ok = pt.and_(
+        pt.all(_all_finite(mu, sigma, lower, upper, epsilon)),
+        pt.all((sigma > 0) & (epsilon > 0) & (upper > lower)),
+    )
+    reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
+    kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
+    ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
+    # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
+    ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
+    safe = _safe_params(
+        ok,
+        mu=(mu, 0.0),
+        sigma=(sigma, 1.0),
+        lower=(lower, -1.0),
+        upper=(upper, 1.0),
+        epsilon=(epsilon, 1.0),
+    )
+    return ok, safe
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,17 +284,25 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
         return point
 
     def logp(value, lam, upper, epsilon):
-        finite, safe = _finite_value(value)
-        ok = pt.and_(
-            pt.all(_all_finite(lam, upper, epsilon)),
-            pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
-        )
-        lam, upper, epsilon = _safe_params(
-            ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0)
-        )
+        _check_value_batch(value, 0, lam=(lam, 0), upper=(upper, 0), epsilon=(epsilon, 0))
+        finite, safe = _finite_reports(value)
+        ok, (lam, upper, epsilon) = _clipped_exponential_domain(lam, upper, epsilon)
         res = dpmath.clipped_exponential_laplace_logp(safe, lam, upper, epsilon)
-        res = pt.switch(finite, res, -np.inf)
-        return check_parameters(res, ok, msg="finite parameters, lam > 0, upper > 0, epsilon > 0")
+        res = _ninf_where_not(finite, res)
+        return check_parameters(res, ok, msg=_CLIPPED_EXPONENTIAL_DOMAIN)
+
+
+_CLIPPED_EXPONENTIAL_DOMAIN = "finite parameters, lam > 0, upper > 0, epsilon > 0"
+
+
+def _clipped_exponential_domain(lam, upper, epsilon):
+    """``(ok, safe parameters)`` of the clipped-exponential logps (per report and summary)."""
+    ok = pt.and_(
+        pt.all(_all_finite(lam, upper, epsilon)),
+        pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
+    )
+    safe = _safe_params(ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0))
+    return ok, safe
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,10 +350,19 @@ def _summary_kwargs_from_observed(observed, kwargs, names):
     return observed, kwargs
 
 
+#: most bins of a summary table (the tolerance rule gives 3380 bins at 10^8 reports)
+MAX_BINS = 10**6
+
+
 def _check_summary_ints(n, n_bins):
     if not (isinstance(n_bins, int | np.integer) and n_bins >= 1):
         raise ValueError(
             f"n_bins: must be a Python int >= 1 (it sets the table shape), got {n_bins!r}"
+        )
+    if n_bins > MAX_BINS:
+        raise ValueError(
+            f"n_bins: at most {MAX_BINS:,} bins (the tolerance rule needs 3380 at 10^8 reports); "
+            f"got {n_bins:,}"
         )
     check_positive("n", n)
 
@@ -435,14 +473,13 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
 
     def logp(value, mu, sigma, lower, upper, epsilon, n, n_bins):
-        res = dpmath.clipped_normal_summary_logp(value, mu, sigma, lower, upper, epsilon)
-        return check_parameters(
-            res,
-            sigma > 0,
-            epsilon > 0,
-            upper > lower,
-            msg="sigma > 0, epsilon > 0, upper > lower",
+        finite, safe = _finite_reports(value, 2)  # one table: any NaN/inf entry refuses it
+        ok, (mu, sigma, lower, upper, epsilon) = _clipped_normal_domain(
+            mu, sigma, lower, upper, epsilon
         )
+        res = dpmath.clipped_normal_summary_logp(safe, mu, sigma, lower, upper, epsilon)
+        res = _ninf_where_not(finite, res)
+        return check_parameters(res, ok, msg=_CLIPPED_NORMAL_DOMAIN)
 
 
 class LaplacePerturbedClippedExponentialSummaryRV(SymbolicRandomVariable):
@@ -539,7 +576,8 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
 
     def logp(value, lam, upper, epsilon, n, n_bins):
-        res = dpmath.clipped_exponential_summary_logp(value, lam, upper, epsilon)
-        return check_parameters(
-            res, lam > 0, upper > 0, epsilon > 0, msg="lam > 0, upper > 0, epsilon > 0"
-        )
+        finite, safe = _finite_reports(value, 2)
+        ok, (lam, upper, epsilon) = _clipped_exponential_domain(lam, upper, epsilon)
+        res = dpmath.clipped_exponential_summary_logp(safe, lam, upper, epsilon)
+        res = _ninf_where_not(finite, res)
+        return check_parameters(res, ok, msg=_CLIPPED_EXPONENTIAL_DOMAIN)

@@ -11,15 +11,32 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.tensor.random.basic import binomial, laplace, poisson
 from pytensor.tensor.random.utils import normalize_size_param
 
-from .._validation import check_finite, check_positive, check_shapes, constant_value
+from .._validation import (
+    check_finite,
+    check_positive,
+    check_required,
+    check_shapes,
+    constant_value,
+)
 from ..math import counts as cmath
-from ._common import _f64, _NoImputeContinuous
+from ._common import (
+    _all_finite,
+    _check_value_batch,
+    _f64,
+    _finite_reports,
+    _ninf_where_not,
+    _NoImputeContinuous,
+)
+
+#: largest number of records: integers above 2^53 are not exact in double precision
+MAX_N = float(2**53)
 
 __all__ = ["ClampedLaplaceNoisyBinomial", "LaplaceNoisyBinomial", "LaplaceNoisyPoisson"]
 
 
 def _check_probability(name, value):
-    v = constant_value(value)
+    check_required(**{name: value})
+    v = constant_value(value, name)
     if v is None:
         return
     check_finite(name, v)
@@ -29,17 +46,25 @@ def _check_probability(name, value):
 
 
 def _check_count(name, value):
-    v = constant_value(value)
+    check_required(**{name: value})
+    v = constant_value(value, name)
     if v is None:
         return
     check_finite(name, v)
-    bad = (v < 0) | (v != np.floor(v))
+    bad = (v < 0) | (v != np.floor(v)) | (v > MAX_N)
     if np.any(bad):
-        raise ValueError(f"`{name}` must be a non-negative integer; got {v[bad].ravel()[:5]}")
+        raise ValueError(
+            f"`{name}` must be a non-negative integer <= 2^53; got {v[bad].ravel()[:5]}"
+        )
+
+
+def _check_batch_of(value, **params):
+    _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
 
 
 def _check_nonnegative(name, value):
-    v = constant_value(value)
+    check_required(**{name: value})
+    v = constant_value(value, name)
     if v is None:
         return
     check_finite(name, v)
@@ -114,13 +139,15 @@ def _validate_binomial(n, p, epsilon, sensitivity, kwargs):
 def _binomial_checks(res, n, p, epsilon, sensitivity):
     return check_parameters(
         res,
+        *_all_finite(n, p, epsilon, sensitivity),
         n >= 0,
+        n <= MAX_N,
         pt.eq(n, pt.floor(n)),
         p >= 0,
         p <= 1,
         epsilon > 0,
         sensitivity > 0,
-        msg="n non-negative integer, 0 <= p <= 1, epsilon > 0, sensitivity > 0",
+        msg="finite parameters, n integer in [0, 2^53], 0 <= p <= 1, epsilon > 0, sensitivity > 0",
     )
 
 
@@ -210,8 +237,10 @@ class LaplaceNoisyBinomial(_NoImputeContinuous):
         return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=False)
 
     def logp(value, n, p, epsilon, sensitivity):
-        res = cmath.binomial_laplace_logp(value, n, p, epsilon, sensitivity)
-        res = pt.switch(pt.isinf(value), -np.inf, res)
+        _check_batch_of(value, n=n, p=p, epsilon=epsilon, sensitivity=sensitivity)
+        finite, safe = _finite_reports(value)  # a NaN/inf report is outside the support
+        res = cmath.binomial_laplace_logp(safe, n, p, epsilon, sensitivity)
+        res = _ninf_where_not(finite, res)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
 
 
@@ -234,7 +263,10 @@ class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
         return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=True)
 
     def logp(value, n, p, epsilon, sensitivity):
-        res = cmath.clamped_binomial_laplace_logp(value, n, p, epsilon, sensitivity)
+        _check_batch_of(value, n=n, p=p, epsilon=epsilon, sensitivity=sensitivity)
+        finite, safe = _finite_reports(value)
+        res = cmath.clamped_binomial_laplace_logp(safe, n, p, epsilon, sensitivity)
+        res = _ninf_where_not(finite, res)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
 
 
@@ -337,12 +369,15 @@ class LaplaceNoisyPoisson(_NoImputeContinuous):
         return point
 
     def logp(value, mu, epsilon, sensitivity):
-        res = cmath.poisson_laplace_logp(value, mu, epsilon, sensitivity)
-        res = pt.switch(pt.isinf(value), -np.inf, res)
+        _check_batch_of(value, mu=mu, epsilon=epsilon, sensitivity=sensitivity)
+        finite, safe = _finite_reports(value)
+        res = cmath.poisson_laplace_logp(safe, mu, epsilon, sensitivity)
+        res = _ninf_where_not(finite, res)
         return check_parameters(
             res,
+            *_all_finite(mu, epsilon, sensitivity),
             mu >= 0,
             epsilon > 0,
             sensitivity > 0,
-            msg="mu >= 0, epsilon > 0, sensitivity > 0",
+            msg="finite parameters, mu >= 0, epsilon > 0, sensitivity > 0",
         )

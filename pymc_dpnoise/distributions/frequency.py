@@ -19,12 +19,11 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_positive, check_required, constant_value
-from ._common import _f64
+from ..mechanisms.frequency import MAX_EPSILON  # one limit for the release and the likelihood
+from ._common import _check_value_batch, _check_value_width, _f64, _guard_data, _static_dim
 
 __all__ = ["KRRLikelihood", "OUELikelihood", "SUELikelihood", "UnaryEncodingLikelihood"]
 
-#: e^ε must stay finite with room to spare (the logp uses expm1(ε))
-MAX_EPSILON = 700.0
 #: tolerance of the check that ``p`` sums to one
 SIMPLEX_ATOL = 1e-6
 
@@ -282,6 +281,19 @@ def _valid_bits(value):
     return pt.all(pt.eq(value, 0) | pt.eq(value, 1), axis=-1)
 
 
+_BITS_DATA_MSG = (
+    "observed: the reports in the pm.Data container must be 0/1 bit vectors (no NaN, no "
+    "fractions, no other integers); pm.set_data put other values in"
+)
+
+
+def _checked_bits(value, p, **scalars):
+    """Static shape checks naming the argument, and the pm.Data guard, for unary encodings."""
+    _check_value_width(value, _static_dim(p), "k bits (the length of `p`)")
+    _check_value_batch(value, 1, p=(p, 1), **{k: (v, 0) for k, v in scalars.items()})
+    return _guard_data(value, lambda src: pt.eq(src, 0) | pt.eq(src, 1), _BITS_DATA_MSG)
+
+
 def _simplex_conditions(p):
     return [pt.all(pt.ge(p, 0), axis=-1), pt.le(pt.abs(p.sum(-1) - 1), SIMPLEX_ATOL)]
 
@@ -356,6 +368,7 @@ class OUELikelihood(_FrequencyBase):
         )
 
     def logp(value, p, epsilon, counts):
+        value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
         res = dpmath.oue_logp(value, p, epsilon)
         res = pt.switch(_valid_bits(value), res * counts, -np.inf)
         return check_parameters(
@@ -408,6 +421,7 @@ class SUELikelihood(_FrequencyBase):
         )
 
     def logp(value, p, epsilon, counts):
+        value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
         res = dpmath.sue_logp(value, p, epsilon)
         res = pt.switch(_valid_bits(value), res * counts, -np.inf)
         return check_parameters(
@@ -467,6 +481,7 @@ class UnaryEncodingLikelihood(_FrequencyBase):
         return _unary_support_point(size, p, keep_prob, flip_prob, counts)
 
     def logp(value, p, keep_prob, flip_prob, counts):
+        value = _checked_bits(value, p, keep_prob=keep_prob, flip_prob=flip_prob, counts=counts)
         a, b = keep_prob, flip_prob
         log_b, log1m_b, log_a, log1m_a = pt.log(b), pt.log1p(-b), pt.log(a), pt.log1p(-a)
         ell = (log_a - log1m_a) - (log_b - log1m_b)
@@ -576,7 +591,16 @@ class KRRLikelihood(_FrequencyBase):
 
     def logp(value, p, epsilon, counts):
         k = p.shape[-1]
+        _check_value_batch(value, 0, p=(p, 1), epsilon=(epsilon, 0), counts=(counts, 0))
+        value = _guard_data(
+            value,
+            lambda src: pt.eq(src, pt.floor(src)) & pt.ge(src, 0) & pt.lt(src, k),
+            "observed: the reports in the pm.Data container must be items in [0, k), k = the "
+            "length of `p` (no NaN, no fractions); pm.set_data put other values in",
+        )
         valid = pt.ge(value, 0) & pt.lt(value, k)
+        if not value.dtype.startswith(("int", "uint")):  # a float value: fractions, NaN
+            valid = valid & pt.eq(value, pt.floor(value))
         safe = pt.switch(valid, value, 0)
         res = pt.switch(valid, dpmath.krr_logp(safe, p, epsilon) * counts, -np.inf)
         return check_parameters(

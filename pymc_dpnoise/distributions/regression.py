@@ -22,9 +22,32 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.tensor.random.basic import multivariate_normal, normal, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
-from .._validation import check_finite, check_positive, check_required, constant_value
+from .._validation import (
+    broadcasts_to,
+    check_finite,
+    check_positive,
+    check_required,
+    constant_value,
+)
 from ..math import regression as rmath
-from ._common import _all_finite, _check_observed, _f64, _NoImputeContinuous
+from ._common import (
+    _all_finite,
+    _check_observed,
+    _check_value_batch,
+    _check_value_width,
+    _f64,
+    _finite_reports,
+    _ninf_where_not,
+    _NoImputeContinuous,
+    _static_dim,
+)
+
+#: most nodes of each quadrature rule: the Gauss-Laguerre rule solves a nodes x nodes
+#: eigenproblem (1e5 nodes asked for a 74.5 GiB matrix) and every report evaluates
+#: 2 x nodes terms; the default 40 is already accurate to 1e-10
+MAX_NODES = 1000
+#: largest |theta| of the logistic model: theta' A theta is formed, and overflows near 1e154
+MAX_COEFFICIENT = np.float64(1e150)
 
 __all__ = ["PerturbedLinReg", "PerturbedLogReg"]
 
@@ -120,6 +143,39 @@ def _check_observed_width(name, observed, d, *, labels: bool):
                 f"{name}: the last column (reported label z_y) must be 0 or 1; found "
                 f"{np.unique(lab[bad])[:5]} at row(s) {np.argwhere(bad).ravel()[:5].tolist()}"
             )
+
+
+def _check_report_batch(kwargs, **params):
+    """Known batch shapes (each ``name=(value, core_ndim)``) must broadcast to the reports'
+    batch shape (``shape`` without its last axis, e.g. from the observed reports)."""
+    shape = kwargs.get("shape", kwargs.get("size"))
+    if shape is None:
+        return
+    try:
+        target = tuple(int(t) for t in np.atleast_1d(shape))
+    except Exception:  # symbolic shape (dims): checked when the graph runs
+        return
+    if "shape" in kwargs:
+        target = target[:-1]
+    for name, (value, core) in params.items():
+        v = constant_value(value, name)
+        if v is None:
+            continue
+        batch = v.shape[: v.ndim - core]
+        if not broadcasts_to(batch, target):
+            raise ValueError(
+                f"`{name}` has batch shape {batch}, which does not broadcast to the reports' "
+                f"batch shape {target} (one value per report, or one for all)"
+            )
+
+
+def _checked_reports(value, theta, **params):
+    """Static checks naming the argument (report width d + 1, batch shapes), then
+    ``(finite, safe)`` of :func:`_finite_reports` per report (row)."""
+    d = _static_dim(theta)
+    _check_value_width(value, None if d is None else d + 1, "d + 1 (z_x, then z_y)")
+    _check_value_batch(value, 1, theta=(theta, 1), **params)
+    return _finite_reports(value, 1)
 
 
 def _batch_zero(*xs):
@@ -269,6 +325,14 @@ class PerturbedLinReg(_NoImputeContinuous):
         _check_cov(cov, d)
         _check_sigma_x(sigma_x, d)
         check_positive("sigma_y", sigma_y)
+        _check_report_batch(
+            kwargs,
+            theta=(theta, 1),
+            sigma=(sigma, 0),
+            cov=(cov, 2),
+            sigma_x=(sigma_x, 1 if np.ndim(constant_value(sigma_x)) else 0),
+            sigma_y=(sigma_y, 0),
+        )
         theta = _f64(theta)
         sigma_x = _sigma_x_vector(sigma_x, theta)
         return super().dist([theta, sigma, cov, sigma_x, sigma_y], **kwargs)
@@ -280,7 +344,11 @@ class PerturbedLinReg(_NoImputeContinuous):
         )
 
     def logp(value, theta, sigma, cov, sigma_x, sigma_y):
+        finite, value = _checked_reports(
+            value, theta, sigma=(sigma, 0), cov=(cov, 2), sigma_x=(sigma_x, 1), sigma_y=(sigma_y, 0)
+        )
         res, ok = rmath.perturbed_linreg_logp(value, theta, sigma, cov, sigma_x, sigma_y)
+        res = _ninf_where_not(finite, res)
         return check_parameters(
             res,
             *_all_finite(theta, sigma, cov, sigma_x, sigma_y),
@@ -372,6 +440,12 @@ def _logreg_options(approximation, degree, interval, nodes):
         raise ValueError(f"`interval` must be a finite pair (a, b) with a < b; got {interval!r}")
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 2:
         raise ValueError(f"`nodes` must be an integer >= 2; got {nodes!r}")
+    if nodes > MAX_NODES:
+        raise ValueError(
+            f"`nodes` must be <= {MAX_NODES} (each rule costs a nodes x nodes eigenproblem "
+            f"and 2 x nodes terms per report; the default {rmath.DEFAULT_NODES} is accurate to "
+            f"1e-10); got {nodes}"
+        )
     return approximation, int(degree), (a, b), int(nodes)
 
 
@@ -498,6 +572,13 @@ class PerturbedLogReg(_NoImputeContinuous):
         _check_cov(cov, d)
         _check_sigma_x(sigma_x, d)
         check_positive("epsilon_y", epsilon_y)
+        _check_report_batch(
+            kwargs,
+            theta=(theta, 1),
+            cov=(cov, 2),
+            sigma_x=(sigma_x, 1 if np.ndim(constant_value(sigma_x)) else 0),
+            epsilon_y=(epsilon_y, 0),
+        )
         theta = _f64(theta)
         sigma_x = _sigma_x_vector(sigma_x, theta)
         return super().dist(
@@ -517,6 +598,9 @@ class PerturbedLogReg(_NoImputeContinuous):
 @_logprob.register(PerturbedLogRegRV)
 def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilon_y, **kwargs):
     (value,) = values
+    finite, value = _checked_reports(
+        value, theta, cov=(cov, 2), sigma_x=(sigma_x, 1), epsilon_y=(epsilon_y, 0)
+    )
     res, ok = rmath.perturbed_logreg_logp(
         value,
         theta,
@@ -528,12 +612,14 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         interval=op.interval,
         nodes=op.nodes,
     )
+    res = _ninf_where_not(finite, res)
     res = maybe_resize(res, size)
     return check_parameters(
         res,
         *_all_finite(theta, cov, sigma_x, epsilon_y),
+        pt.all(pt.abs(theta) <= MAX_COEFFICIENT),
         pt.all(sigma_x > 0),
         epsilon_y > 0,
         ok,
-        msg="sigma_x > 0, epsilon_y > 0, cov positive definite",
+        msg=f"sigma_x > 0, epsilon_y > 0, cov positive definite, |theta| <= {MAX_COEFFICIENT:g}",
     )

@@ -14,7 +14,15 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import sufficient as ssmath
-from ._common import _all_finite, _f64, _NoImputeContinuous
+from ._common import (
+    _all_finite,
+    _check_value_batch,
+    _check_value_width,
+    _f64,
+    _finite_reports,
+    _ninf_where_not,
+    _NoImputeContinuous,
+)
 
 __all__ = ["SSNormalApprox"]
 
@@ -214,9 +222,37 @@ class SSNormalApprox(_NoImputeContinuous):
         return super().dist([theta, cov, n, noise_cov, sigma], glm=glm, order=order, **kwargs)
 
 
+def _taylor_guard(op, res):
+    """Raise (naming ``order``) where the Taylor covariance is not positive definite.
+
+    The truncated series of tanh(u/2) gives a covariance that stops being positive definite
+    once theta' Sigma theta is a few units (order 3: about 4 to 6.5, order 5: about 2 to 3.2,
+    depending on n and the noise); the log density is then -inf with a zero gradient, and
+    NUTS stalls without a message.  This is a limit of the approximation, not of the data,
+    so it is an error that says what to do.  (Under JAX the check is dropped: -inf stays.)
+    """
+    from pytensor.raise_op import CheckAndRaise
+
+    if op.glm != "logistic" or op.order == "quadrature":
+        return res
+    msg = (
+        f"SSNormalApprox(glm='logistic', order={op.order}): the Taylor-series covariance of "
+        "the statistics is not positive definite at these parameters (theta' Sigma theta is "
+        "beyond the series' range; the log density would be -inf with a zero gradient). "
+        "Use `order='quadrature'` (exact for any theta)."
+    )
+    # mvnormal_logp_chol gives -inf exactly where the covariance is not positive definite
+    return CheckAndRaise(ValueError, msg)(res, pt.all(pt.neq(res, -np.inf)))
+
+
 def _logp_core(op, value, theta, cov, n, noise_cov, sigma):
     mean, total = _moments(theta, cov, n, noise_cov, sigma, op.glm, op.order)
-    res = ssmath.mvnormal_logp_chol(value, mean, total)
+    m = ssmath.stat_dim(op.glm, _d(theta, cov))
+    _check_value_width(value, m, f"m statistics (glm={op.glm!r})")
+    _check_value_batch(value, 1, theta=(theta, 1), cov=(cov, 2), n=(n, 0), noise_cov=(noise_cov, 2))
+    finite, value = _finite_reports(value, 1)
+    res = _taylor_guard(op, ssmath.mvnormal_logp_chol(value, mean, total))
+    res = _ninf_where_not(finite, res)
     conds = [*_all_finite(theta, cov, n, noise_cov, sigma), n > 0]
     if op.glm == "linear":
         conds.append(sigma > 0)

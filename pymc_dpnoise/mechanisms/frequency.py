@@ -314,6 +314,15 @@ def compress_reports(reports, *, axis=0):
     z = np.asarray(reports)
     if z.ndim == 1:
         patterns, counts = np.unique(z, return_counts=True)
+    elif z.ndim == 2 and axis in (0, -2) and z.size and np.all((z == 0) | (z == 1)):
+        # bit vectors: pack each row into bytes and find the distinct byte strings (one
+        # fixed-width key per row: O(N k / 8) memory, far faster than a row-wise unique)
+        k = z.shape[1]
+        packed = np.packbits(z.astype(np.uint8, copy=False), axis=1)
+        keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
+        uniq, counts = np.unique(keys, return_counts=True)
+        rows = np.frombuffer(uniq.tobytes(), dtype=np.uint8).reshape(len(uniq), -1)
+        patterns = np.unpackbits(rows, axis=1, count=k).astype(z.dtype, copy=False)
     else:
         patterns, counts = np.unique(z, axis=axis, return_counts=True)
     return patterns, counts
