@@ -292,9 +292,17 @@ def _file_source(path: Path) -> str:
 
 
 def _narwhals_table(binning, data, column):
+    import warnings
+
     import narwhals as nw
 
-    frame = nw.from_native(data)
+    with warnings.catch_warnings():
+        # Narwhals 2.2x announces that Dask support moves to a separate `narwhals-dask`
+        # package; that package is not released yet, and the built-in support works.
+        warnings.filterwarnings(
+            "ignore", message="Dask support is moving out of Narwhals", category=FutureWarning
+        )
+        frame = nw.from_native(data)
     if column is None:
         names = frame.collect_schema().names()
         if len(names) != 1:
