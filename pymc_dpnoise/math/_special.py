@@ -152,17 +152,19 @@ def _log_binom_pmf(k, n, lq):
 
 
 @_njit
-def _lentz_step(an, bn, c, d):
+def _lentz_step(an, bn, c, d, h):
     """One step of the modified Lentz method (NR 5.2) for a continued fraction with partial
-    numerator ``an`` and denominator ``bn``: the new ``(c, d)``, values within _FPMIN of 0
-    replaced by _FPMIN; the fraction's value is multiplied by ``c * d``."""
+    numerator ``an`` and denominator ``bn``: the new ``(c, d, h)`` (values of c and d within
+    _FPMIN of 0 replaced by _FPMIN; ``h`` the convergent) and whether h has converged."""
     d = bn + an * d
     if abs(d) < _FPMIN:
         d = _FPMIN
     c = bn + an / c
     if abs(c) < _FPMIN:
         c = _FPMIN
-    return c, 1.0 / d
+    d = 1.0 / d
+    de = d * c
+    return c, d, h * de, abs(de - 1.0) < _EPS
 
 
 @_njit
@@ -180,13 +182,10 @@ def _betacf(a, b, x):
     for m in range(1, _MAXIT):
         m2 = 2.0 * m
         aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        c, d = _lentz_step(aa, 1.0, c, d)
-        h *= d * c
+        c, d, h, _ = _lentz_step(aa, 1.0, c, d, h)
         aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        c, d = _lentz_step(aa, 1.0, c, d)
-        de = d * c
-        h *= de
-        if abs(de - 1.0) < _EPS:
+        c, d, h, done = _lentz_step(aa, 1.0, c, d, h)
+        if done:
             break
     return h
 
@@ -230,10 +229,8 @@ def _gammacf(a, x):
     for i in range(1, _MAXIT):
         an = -i * (i - a)
         b += 2.0
-        c, d = _lentz_step(an, b, c, d)
-        de = d * c
-        h *= de
-        if abs(de - 1.0) < _EPS:
+        c, d, h, done = _lentz_step(an, b, c, d, h)
+        if done:
             break
     return h
 
