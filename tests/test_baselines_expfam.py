@@ -293,3 +293,15 @@ def test_gibbs_binomial_matches_nuts_on_the_exact_marginal():
     se_nuts = post.std() / np.sqrt(post.size / 4)  # conservative: ESS >= draws / 4
     assert abs(mean - post.mean()) < 5 * np.hypot(se, se_nuts) + 0.03 * sd
     assert sd == pytest.approx(post.std(), rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "mu, sd, lo, hi",
+    [(0, 1, -1, 2), (0, 1, 40, np.inf), (0, 1, -np.inf, -40), (10, 4, 0, np.inf), (-30, 1, 0, 5)],
+)
+def test_truncated_normal_draws_match_scipy(mu, sd, lo, hi):
+    """The latent-count draw, including bounds 30-40 sd into a tail (where rejection loops)."""
+    x = ef._truncnorm(np.random.default_rng(8), np.full(20_000, float(mu)), sd**2, lo, hi)
+    assert x.min() >= lo and x.max() <= hi
+    ref = stats.truncnorm((lo - mu) / sd, (hi - mu) / sd, loc=mu, scale=sd)
+    assert stats.kstest(x, ref.cdf).pvalue > 1e-3

@@ -52,7 +52,7 @@ two normals; :math:`1/\sigma^2 \mid s, y \sim \mathrm{InverseGaussian}(1/(b|y - 
 What this re-implementation does differently from the authors' public code, and why:
 
 * **no rejection loop**: the conditional of :math:`s` is a normal *restricted to the valid
-  range* of the statistic; it is drawn exactly by inverse-CDF (SciPy's ``truncnorm``), so a
+  range* of the statistic; it is drawn exactly by inverse CDF in log space, so a
   conditional whose mass is far outside the range cannot loop forever;
 * **truncation bounds are inputs** of the release (never computed from the true parameter or
   the data), and the Laplace noise of a vector statistic is one draw per coordinate;
@@ -98,7 +98,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from .._validation import check_finite
 from ..mechanisms.core import _rng
@@ -324,11 +324,27 @@ def inverse_gaussian(mean, shape, rng) -> np.ndarray:
 
 
 def _truncnorm(rng, mean, var, lo, hi) -> np.ndarray:
-    """Exact draws of N(mean, var) restricted to [lo, hi] (inverse CDF, tail-safe)."""
+    """Exact draws of N(mean, var) restricted to [lo, hi], by inverse CDF in log space.
+
+    Intervals above the mean are mirrored below it, so both standardised bounds' CDFs are
+    computed where they do not round to 1; the draw is ``ndtri_exp`` of a uniform on
+    ``[log Phi(a), log Phi(b)]`` in probability, so it stays exact far in the tails.
+    """
+    mean, var, lo, hi = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (mean, var, lo, hi))
+    )
     sd = np.sqrt(var)
     a = (lo - mean) / sd
     b = (hi - mean) / sd
-    return stats.truncnorm.rvs(a, b, loc=mean, scale=sd, random_state=rng)
+    flip = a > 0
+    a, b = np.where(flip, -b, a), np.where(flip, -a, b)
+    la, lb = special.log_ndtr(a), special.log_ndtr(b)
+    with np.errstate(divide="ignore"):
+        log_mass = lb + np.log1p(-np.exp(la - lb))  # log(Phi(b) - Phi(a))
+        u = np.log(rng.uniform(size=mean.shape))
+    z = special.ndtri_exp(np.logaddexp(la, u + log_mass))
+    z = np.clip(z, a, b)
+    return mean + sd * np.where(flip, -z, z)
 
 
 def _norm_product(m1, v1, m2, v2):
