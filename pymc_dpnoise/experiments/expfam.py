@@ -447,9 +447,13 @@ def run_calibration(
     families=None,
     seed: int = 2026,
     recompute: bool = False,
+    load_only: bool = False,
     verbose: bool = True,
 ) -> dict:
-    """Run (or load) every cell of the mode's grid; returns ``{(family, n, ε): cell dict}``."""
+    """Run (or load) every cell of the mode's grid; returns ``{(family, n, ε): cell dict}``.
+
+    ``load_only=True`` returns only the cells already in ``cache_dir`` (and says which are
+    missing) instead of computing them."""
     cfg = SETTINGS[mode]["calibration"]
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
@@ -464,6 +468,10 @@ def run_calibration(
                         res = {k: f[k] for k in f.files if k != "key"}
                         if verbose:
                             print(f"[cache] {path.name}")
+            if res is None and load_only:
+                if verbose:
+                    print(f"[missing] {path.name}")
+                continue
             if res is None:
                 t0 = time.perf_counter()
                 res = run_cell(family, n, eps, cfg, seed=seed)
