@@ -502,7 +502,7 @@ def calibration_table(cells: dict) -> pd.DataFrame:
             tab = sbc_coverage(
                 res[f"q_{method}"][:, None],
                 [FAMILIES[family].param],
-                res["rhat"] if aware else [np.nan],
+                res["rhat"] if aware else [1.0],
                 res["divergences"] if aware else [0],
                 ks=True,
                 family=family,
@@ -510,6 +510,8 @@ def calibration_table(cells: dict) -> pd.DataFrame:
                 n_records=n,
                 epsilon=eps,
             )
+            if not aware:  # no sampler diagnostics for exact CDFs, OPS draws or Gibbs
+                tab["max_rhat"] = np.nan
             tab["seconds"] = float(res.get(f"sec_{method}", np.nan))
             tab["clipped_records"] = int(np.sum(res["clipped"]))
             tabs.append(tab)
@@ -791,6 +793,9 @@ def main(argv=None):
     ap.add_argument("--families", nargs="+", default=None, choices=sorted(FAMILIES))
     ap.add_argument("--skip-hier", action="store_true", help="calibration grid only")
     ap.add_argument("--recompute", action="store_true")
+    ap.add_argument(
+        "--load-only", action="store_true", help="tables and plots from the cached cells only"
+    )
     args = ap.parse_args(argv)
     import matplotlib
 
@@ -798,7 +803,11 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cells = run_calibration(
-        args.mode, out / "cells", families=args.families, recompute=args.recompute
+        args.mode,
+        out / "cells",
+        families=args.families,
+        recompute=args.recompute,
+        load_only=args.load_only,
     )
     cal = calibration_table(cells)
     write_table(cal, out, f"calibration_{args.mode}")
@@ -812,9 +821,15 @@ def main(argv=None):
             plot_mmd(mm, family).savefig(out / f"mmd_{family}_{args.mode}.png", dpi=110)
     cols = ["family", "method", "n_records", "epsilon", "level", "coverage", "inside", "ks", "ks_p"]
     print(cal[np.isin(cal["level"], (0.5, 0.9))][cols].to_string(index=False))
-    if not args.skip_hier:
+    hier_csv = out / f"hier_{args.mode}.csv"
+    if args.load_only and hier_csv.exists():
+        df = pd.read_csv(hier_csv)
+    elif not (args.skip_hier or args.load_only):
         df = run_hierarchical(args.mode, progress=print)
-        df.to_csv(out / f"hier_{args.mode}.csv", index=False)
+        df.to_csv(hier_csv, index=False)
+    else:
+        df = None
+    if df is not None:
         summ = hierarchical_summary(df)
         write_table(summ, out, f"hier_summary_{args.mode}")
         plot_hierarchical(df).savefig(out / f"hier_{args.mode}.png", dpi=110)
