@@ -25,6 +25,9 @@ GLM Figs. 3, 4              ``glm_sufficient_statistics.run_central``  ``glm_suf
 GLM Fig. 5                  ``glm_sufficient_statistics.run_fig5``     ``glm_sufficient_statistics.ipynb``  ``results/glm``
 LDP Figs. 4, 5 (suff. st.)  ``glm_sufficient_statistics.run_ldp``      ``glm_sufficient_statistics.ipynb``  ``results/glm``
 SSNormalApprox SBC          ``glm_sufficient_statistics.run_grid``     ``glm_sufficient_statistics.ipynb``  ``results/sbc_sufficient``
+B&S Fig. 1a, 1b (SBC)       ``expfam.run_calibration``                 ``expfam.ipynb``                     ``results/expfam``
+B&S Fig. 1c (MMD)           ``expfam.mmd_table``                       ``expfam.ipynb``                     ``results/expfam``
+small-area hierarchy        ``expfam.run_hierarchical``                ``expfam.ipynb``                     ``results/expfam``
 ==========================  =========================================  ===================================  ==========================
 
 Command-line entry points (``--mode fast`` or ``--mode full``; results cached, resumable)::
@@ -32,8 +35,9 @@ Command-line entry points (``--mode fast`` or ``--mode full``; results cached, r
     python -m pymc_dpnoise.experiments.ldp_calibration --mode full
     python -m pymc_dpnoise.experiments.ldp_regression --mode full --naive
     python -m pymc_dpnoise.experiments.glm_sufficient_statistics --mode full
+    python -m pymc_dpnoise.experiments.expfam --mode full
 
-Room for the next papers: ``expfam`` (exponential families) and ``posterior_release``, each a
-module here with its notebook of the same name.  Nothing outside this subpackage imports from
+Room for the next paper: ``posterior_release``, a module here with its notebook of the same
+name.  Nothing outside this subpackage imports from
 it: the library does not depend on the experiments.
 """
