@@ -22,8 +22,9 @@ It gives exact posterior CDFs (for SBC) and the exact posterior predictive.
 :func:`predict_proba` turns posterior draws (or plug-in parameters) into predictive class
 probabilities for test records.
 
-Algorithm 2 releases are not read here: their noise is on the Fourier coefficients, so the
-count noise is correlated across cells (see ``docs/posterior_release.rst``).
+:class:`ExactPosterior` also reads a one-run Algorithm 2 release of naive Bayes
+(:func:`pymc_dpnoise.mechanisms.fourier_posterior_updates`): its noise is on the parity sums,
+which for naive Bayes are functions of the same latent counts (:math:`O(Fn^3)`, ``n <= 100``).
 """
 
 from __future__ import annotations
@@ -103,6 +104,36 @@ def _as_reader(release) -> NaiveBayesRelease:
         release.metadata["scale"],
         *naive_bayes_layout(release.metadata["structure"]),
     )
+
+
+class _FourierRelease:
+    """The parity sums of an Algorithm 2 naive Bayes release that carry information."""
+
+    def __init__(self, release):
+        if release.metadata.get("max_tries") != 1:
+            raise ValueError(
+                "`release` made with re-runs (max_tries other than 1) is conditioned on "
+                "non-negativity; only single-run Algorithm 2 releases are read"
+            )
+        c, feats = naive_bayes_layout(release.metadata["structure"])
+        pos = {g: i for i, g in enumerate(release.metadata["closure"])}
+        coef = np.asarray(release.metadata["coefficients"], dtype=float)
+        self.n = int(release.metadata["n"])
+        if self.n > 100:
+            raise ValueError(
+                f"`release` has n = {self.n} records; the exact Algorithm 2 reader costs "
+                "O(F n^3) time and memory and is limited to n <= 100"
+            )
+        self.scale = float(release.metadata["scale"])
+        self.n_features = len(feats)
+        self.reports = None
+        self.coef_class = coef[pos[(c,)]]
+        self.coef_feature = coef[[pos[(f,)] for f in feats]]
+        self.coef_pair = coef[[pos[tuple(sorted((c, f)))] for f in feats]]
+
+
+def _fourier_reader(release) -> _FourierRelease:
+    return _FourierRelease(release)
 
 
 def release_reports(release) -> np.ndarray:
@@ -291,8 +322,9 @@ class ExactPosterior:
     def __init__(self, release, prior=1.0):
         from scipy.special import betaln, gammaln, logsumexp
 
-        rd = _as_reader(release)
         a, b = _beta_prior(prior)
+        fourier = getattr(release, "mechanism", None) == "fourier_updates"
+        rd = _fourier_reader(release) if fourier else _as_reader(release)
         n, z, scale = rd.n, rd.reports, rd.scale
         self.n, self.a, self.b, self.n_features = n, a, b, rd.n_features
         k = np.arange(n + 1, dtype=float)
@@ -308,23 +340,47 @@ class ExactPosterior:
                 )
             return np.where(s <= m, out, -np.inf)
 
-        lk = log_bb(k, n) + _kernel_np(z[1], k, n, scale) + _kernel_np(z[0], n - k, n, scale)
         self.row_n = np.stack([n - k, k])  # (2, K): N_c(k)
-        m = self.row_n[:, :, None]
-        s = k[None, None, :]
-        rest = np.maximum(m - s, 0.0)
-        tab = z[2:].reshape(-1, 2, 2)
-        logm = (
-            log_bb(s, m)[None]
-            + _kernel_np(tab[:, :, 1, None, None], s, n, scale)
-            + _kernel_np(tab[:, :, 0, None, None], rest, n, scale)
-        )  # (F, 2, K, S)
-        r = logsumexp(logm, axis=-1)
-        joint = lk + r.sum(axis=(0, 1))
+        if fourier:
+            lk, logm, r = self._fourier_terms(rd, log_bb, logsumexp)
+        else:
+            lk = log_bb(k, n) + _kernel_np(z[1], k, n, scale) + _kernel_np(z[0], n - k, n, scale)
+            m = self.row_n[:, :, None]
+            s = k[None, None, :]
+            rest = np.maximum(m - s, 0.0)
+            tab = z[2:].reshape(-1, 2, 2)
+            logm = (
+                log_bb(s, m)[None]
+                + _kernel_np(tab[:, :, 1, None, None], s, n, scale)
+                + _kernel_np(tab[:, :, 0, None, None], rest, n, scale)
+            )  # (F, 2, K, S)
+            r = logsumexp(logm, axis=-1)
+            r = r.sum(axis=1)  # (F, K)
+        joint = lk + r.sum(axis=0)
         #: log marginal likelihood of the release, log p(z) (priors integrated out)
         self.log_evidence = float(logsumexp(joint))
         self.log_pk = joint - self.log_evidence
-        self.log_ps = logm - r[..., None]
+        self.log_ps = logm - logsumexp(logm, axis=-1, keepdims=True)
+
+    def _fourier_terms(self, rd, log_bb, logsumexp):
+        """Algorithm 2: independent Laplace(B) noise on the parity sums of {Y}, {X_f} and
+        {Y, X_f}, which are n - 2K, n - 2(S_f0 + S_f1) and n - 2(S_f0 + K - S_f1)."""
+        n, B = rd.n, rd.scale
+        k = np.arange(n + 1, dtype=float)
+
+        def lap(c, mean):
+            return -np.log(2 * B) - np.abs(c - mean) / B
+
+        lk = log_bb(k, n) + lap(rd.coef_class, n - 2 * k)
+        K, S0, S1 = k[:, None, None], k[None, :, None], k[None, None, :]
+        base = log_bb(S0, n - K) + log_bb(S1, K)  # (K, S0, S1)
+        logm, r = [], []
+        for cf, cyf in zip(rd.coef_feature, rd.coef_pair, strict=True):
+            j = base + lap(cf, n - 2 * (S0 + S1)) + lap(cyf, n - 2 * (S0 + K - S1))
+            m0, m1 = logsumexp(j, axis=2), logsumexp(j, axis=1)  # marginals of S_f0, S_f1
+            logm.append(np.stack([m0, m1]))
+            r.append(logsumexp(m0, axis=1))
+        return lk, np.array(logm), np.array(r)
 
     def cdf(self, theta_class, theta) -> tuple[float, np.ndarray]:
         r"""Posterior CDFs at a point: :math:`P(\pi \le` ``theta_class`` :math:`\mid z)` and

@@ -277,7 +277,7 @@ def test_rejects_other_releases():
         noise_aware_model(chain)
     four = m.fourier_posterior_updates(x, BayesNet.naive_bayes(2), 1.0, rng, t=2.0)
     with pytest.raises(ValueError, match=r"`release` must be an Algorithm 1 release"):
-        ExactPosterior(four)
+        noise_aware_model(four)
 
 
 # ---------------------------------------------------------------------------------- slow
@@ -329,3 +329,45 @@ def test_sbc_nuts_noise_aware_model(eps):
     res, _ = run_sbc(prob, 400, dict(draws=500, tune=500), seed=9, n_jobs=2)
     tab = sbc_coverage(res.quantiles, res.param_names, res.max_rhat, res.divergences)
     assert tab["inside"].all(), tab[~tab["inside"]]
+
+
+@pytest.mark.parametrize("eps", [0.5, 5.0])
+def test_fourier_exact_posterior_evidence_equals_enumeration(eps):
+    """Algorithm 2 (one run): the informative parity sums of {Y}, {X_f}, {Y, X_f} with
+    independent Laplace noise; the reader's evidence equals a sum over every data set, with
+    the parity sums computed from the records."""
+    n, rng = 5, np.random.default_rng(int(eps * 10))
+    net = BayesNet.naive_bayes(2)
+    x = net.sample_data(net.sample_parameters(1.0, rng), n, rng)
+    rel = m.fourier_posterior_updates(x, net, eps, rng, t=1.0)
+    closure, coef, B = rel.metadata["closure"], rel.metadata["coefficients"], rel.metadata["scale"]
+    a, b = 2.0, 0.5
+    vals = []
+    for cnt, types in datasets(n, 2):
+        y = types[:, 0]
+        logm = gammaln(n + 1) - gammaln(cnt + 1).sum()
+        k = int(cnt[y == 1].sum())
+        lb = betaln(a + k, b + n - k) - betaln(a, b)
+        for f in (1, 2):
+            for c in (0, 1):
+                s = cnt[(y == c) & (types[:, f] == 1)].sum()
+                lb += betaln(a + s, b + cnt[y == c].sum() - s) - betaln(a, b)
+        lz = 0.0
+        for g, cg in zip(closure, coef, strict=True):
+            if g == ():
+                continue  # n + noise + shift: the same for every data set of size n
+            parity = np.sum(cnt * (-1.0) ** types[:, list(g)].sum(axis=1))
+            lz += -np.log(2 * B) - abs(cg - parity) / B
+        vals.append(logm + lb + lz)
+    post = ExactPosterior(rel, (a, b))
+    assert abs(post.log_evidence - logsumexp(vals)) < 1e-10
+    e_pi, _, _ = post.means()
+    assert 0 < e_pi < 1
+
+
+def test_fourier_reader_refuses_reruns():
+    rng = np.random.default_rng(0)
+    x = np.zeros((4, 3), dtype=int)
+    rel = m.fourier_posterior_updates(x, BayesNet.naive_bayes(2), 1.0, rng, t=2.0, max_tries=3)
+    with pytest.raises(ValueError, match=r"`release` made with re-runs"):
+        ExactPosterior(rel)

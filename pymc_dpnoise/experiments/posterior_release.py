@@ -60,6 +60,7 @@ METHODS = (
     "Alg. 1 noise-aware",
     "Alg. 1 plug-in",
     "Alg. 2 (90%)",
+    "Alg. 2 noise-aware",
     "posterior sampling",
 )
 
@@ -73,7 +74,12 @@ SETTINGS = {
             epsilons=(0.1, 0.3, 1.0, 3.0, 10.0, 30.0),
         ),
         "fig2": dict(precisions=(1.0, 10.0, 100.0, 1e3, 1e4), repeats=30, train_frac=0.1),
-        "sbc": dict(designs=((2, 8), (2, 20), (16, 50)), epsilons=(0.1, 1.0), replicates=1000),
+        "sbc": dict(
+            designs=((2, 8), (2, 20), (16, 50)),
+            epsilons=(0.1, 1.0),
+            replicates=1000,
+            fourier=((2, 20),),  # Algorithm 2 releases too (reader O(F n^3))
+        ),
         "sbc_nuts": dict(
             n_features=2, n=20, epsilons=(0.1, 1.0), replicates=400, draws=500, tune=500
         ),
@@ -84,7 +90,7 @@ SETTINGS = {
             n_features=16, n_records=1000, n_train=50, repeats=10, epsilons=(0.1, 1.0, 10.0)
         ),
         "fig2": dict(precisions=(1.0, 100.0, 1e4), repeats=3, train_frac=0.1),
-        "sbc": dict(designs=((2, 20),), epsilons=(0.1, 1.0), replicates=100),
+        "sbc": dict(designs=((2, 20),), epsilons=(0.1, 1.0), replicates=100, fourier=((2, 20),)),
         "sbc_nuts": None,  # NUTS SBC is full mode only (the model's first compile takes ~1 min)
         "privacy": dict(draws=2_000, min_count=40, skip=("alg1_chain",)),  # 1/64 bin
     },
@@ -153,11 +159,14 @@ def _fig1_repeat(cfg, seed, r):
         }
         rel2 = m.fourier_posterior_updates(train, net, eps, g, t=math.log(10.0))
         out["Alg. 2 (90%)"] = _nb_accuracy(*_beta_means(rel2.values), xt, yt)
+        out["Alg. 2 noise-aware"] = float(
+            np.mean((ExactPosterior(rel2).predict_proba(xt) > 0.5) == yt)
+        )
         rel3 = m.posterior_sample(train, net, eps, g)
         out["posterior sampling"] = _nb_accuracy(*_feature_truth(net, rel3.values), xt, yt)
         for method, acc in out.items():
             rows.append(dict(repeat=r, epsilon=eps, method=method, accuracy=acc))
-        rows[-2]["nonnegative"] = rel2.metadata["nonnegative"]
+        rows[-3]["nonnegative"] = rel2.metadata["nonnegative"]
     return rows
 
 
@@ -357,6 +366,34 @@ def _exact_quantiles(problem: NaiveBayesReleaseSBC, replicates, seed):
     return np.array(aware), np.array(plug)
 
 
+def _exact_quantiles_fourier(problem: NaiveBayesReleaseSBC, replicates, seed):
+    """As :func:`_exact_quantiles` for a one-run Algorithm 2 release (t = ln 10); plug-in:
+    Beta(a + h_1, b + h_0) with the released table cells clipped at 0."""
+    from scipy.special import betainc
+
+    from .. import mechanisms as m
+    from ..bayesnet import BayesNet
+    from ..release_reader import ExactPosterior
+
+    net = BayesNet.naive_bayes(problem.n_features)
+    a = problem.prior
+    aware, plug = [], []
+    for ss in np.random.SeedSequence(seed).spawn(replicates):
+        rng = np.random.default_rng(ss)
+        theta = net.sample_parameters(a, rng)
+        x = net.sample_data(theta, problem.n, rng)
+        rel = m.fourier_posterior_updates(x, net, problem.epsilon, rng, t=math.log(10.0))
+        pi, th = _feature_truth(net, theta)
+        qc, qt = ExactPosterior(rel, a).cdf(pi, th)
+        aware.append([qc, *qt.ravel()])
+        h = {i: np.maximum(v, 0.0) + a for i, v in rel.values.items()}
+        hf = np.stack([h[f] for f in range(1, net.n_nodes)])  # (F, 2 classes, 2 values)
+        plug.append(
+            [betainc(h[0][0, 1], h[0][0, 0], pi), *betainc(hf[..., 1], hf[..., 0], th).ravel()]
+        )
+    return np.array(aware), np.array(plug)
+
+
 def run_sbc_exact(mode=None, out=OUT, seed=2026, recompute=False) -> pd.DataFrame:
     """SBC with exact posterior quantiles: coverage table (one row per design, ε, model,
     parameter, level; 99% binomial bands), from :func:`~.toolkit.sbc_coverage`."""
@@ -370,8 +407,12 @@ def run_sbc_exact(mode=None, out=OUT, seed=2026, recompute=False) -> pd.DataFram
                 prob = NaiveBayesReleaseSBC(n=n, n_features=f, epsilon=eps)
                 t0 = time.time()
                 qa, qp = _exact_quantiles(prob, cfg["replicates"], seed)
+                qs = [("noise-aware", qa), ("plug-in", qp)]
+                if (f, n) in cfg.get("fourier", ()):
+                    qa2, qp2 = _exact_quantiles_fourier(prob, cfg["replicates"], seed)
+                    qs += [("Alg. 2 noise-aware", qa2), ("Alg. 2 plug-in", qp2)]
                 secs = time.time() - t0
-                for model, q in (("noise-aware", qa), ("plug-in", qp)):
+                for model, q in qs:
                     # exact quantiles: no chains, no R-hat, no divergences
                     tab = sbc_coverage(
                         q, prob.param_names, [1.0], [0], ks=True, epsilon=eps, model=model

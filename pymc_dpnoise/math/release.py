@@ -44,11 +44,14 @@ this is not a product of clamped noisy-binomial likelihoods.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytensor.tensor as pt
 
 __all__ = [
     "clamped_laplace_kernel_logp",
+    "default_points",
     "naive_bayes_release_logp",
     "naive_bayes_release_logp_normal",
 ]
@@ -144,7 +147,13 @@ def _gammaln_np(x):
     return gammaln(x)
 
 
-def naive_bayes_release_logp_normal(reports, theta_class, theta, n: int, scale, points: int = 61):
+def default_points(n: int, scale: float) -> int:
+    r"""Nodes for :func:`naive_bayes_release_logp_normal`: spacing at most half the Laplace scale
+    over 12 of the largest standard deviation, :math:`\sqrt n/2` (at least 61, at most 801)."""
+    return int(min(801, max(61, math.ceil(12 * math.sqrt(n) / 2 / (scale / 2)) + 1)))
+
+
+def naive_bayes_release_logp_normal(reports, theta_class, theta, n: int, scale, points=None):
     r"""Normal approximation of :func:`naive_bayes_release_logp` for large ``n``.
 
     Every latent count is replaced by a normal with the binomial's mean and variance (plus
@@ -156,9 +165,13 @@ def naive_bayes_release_logp_normal(reports, theta_class, theta, n: int, scale, 
     count's range), so the cost is :math:`O(F\,\mathrm{points}^2)` whatever :math:`n`.  Accuracy
     needs the normal approximation of the binomial (large :math:`N_c\theta(1-\theta)`) and a
     node spacing (:math:`12\,\mathrm{sd}/(\mathrm{points} - 1)`) well below the Laplace scale
-    or the standard deviation; the tests compare it with the exact sum at ``n`` = 300.
+    (default: :func:`default_points`); it ignores that counts are integers, which matters when
+    the Laplace scale is below one count.  The tests compare it with the exact sum at ``n`` =
+    300.
     """
     n = int(n)
+    if points is None:
+        points = default_points(n, float(scale))
     reports, pi, theta = map(_f64, (reports, theta_class, theta))
     nf = np.float64(n)
     t = np.linspace(-6.0, 6.0, int(points))
