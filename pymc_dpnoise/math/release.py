@@ -171,6 +171,8 @@ def naive_bayes_release_logp_normal(reports, theta_class, theta, n: int, scale, 
     """
     n = int(n)
     if points is None:
+        if isinstance(scale, pt.Variable):
+            raise ValueError("`points` must be given when `scale` is symbolic")
         points = default_points(n, float(scale))
     reports, pi, theta = map(_f64, (reports, theta_class, theta))
     nf = np.float64(n)
