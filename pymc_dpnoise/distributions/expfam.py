@@ -533,7 +533,18 @@ class LaplaceNoisyMultinomialGivenCounts(_NoImputeContinuous):
         return _multinomial_checks(res, n, p, epsilon, sensitivity)
 
 
-_LATENTS = ("noise_variance", "counts")
+_LATENTS = ("auto", "noise_variance", "counts")
+
+
+def _auto_latent(n, epsilon, sensitivity):
+    """``"counts"`` where the Laplace noise dominates every count's sampling spread, else
+    ``"noise_variance"`` (see :func:`LaplaceNoisyMultinomial`)."""
+    vals = [constant_value(v) for v in (n, epsilon, sensitivity)]
+    if any(v is None for v in vals):
+        return "noise_variance"
+    n, eps, sens = np.broadcast_arrays(*vals)
+    noise_var = 2.0 * (sens / eps) ** 2
+    return "counts" if np.all(noise_var >= n / 4.0) else "noise_variance"
 
 
 def LaplaceNoisyMultinomial(
@@ -546,7 +557,7 @@ def LaplaceNoisyMultinomial(
     observed=None,
     dims=None,
     shape=None,
-    latent="noise_variance",
+    latent="auto",
 ):
     r"""Noisy category counts (Laplace noise on every count), added to the current model.
 
@@ -558,24 +569,29 @@ def LaplaceNoisyMultinomial(
     :math:`p(y \mid p)` in :math:`k` dimensions, so, as in Bernstein & Sheldon (2018, Sec. 3.2),
     the counts are approximated by a normal,
     :math:`s \approx N(np, n(\operatorname{diag} p - pp^T))`, and one latent vector is added
-    to the model for NUTS to integrate:
+    to the model for NUTS to integrate, in one of two parametrisations, each efficient in its
+    own regime (``benchmarks/results/expfam_multinomial_latent.md``):
 
-    * ``latent="noise_variance"`` (default): the Laplace noise is written as a scale mixture of
+    * ``latent="noise_variance"``: the Laplace noise is written as a scale mixture of
       normals, :math:`y_j = s_j + \sigma_j e_j`, :math:`\sigma_j^2 = 2\beta^2 w_j`,
       :math:`w_j \sim \mathrm{Exponential}(1)` (exact: this *is* the Laplace law), and the
       counts are integrated out in closed form,
       :math:`y \mid w \sim N(np, n(\operatorname{diag}p - pp^T) + \operatorname{diag}\sigma^2)`
       (diagonal plus rank one: :math:`O(k)`).  The latent ``{name}_noise_w`` has the shape of
-      :math:`y` (same ``dims``) and its prior does not depend on :math:`p` or
-      :math:`\varepsilon`, so the geometry stays simple both when the noise dominates
-      (tiny :math:`\varepsilon`) and when it is negligible (huge :math:`\varepsilon`, where
-      :math:`w` simply follows its prior).
+      :math:`y` (same ``dims``) and its prior depends on nothing.  Efficient when the counts'
+      sampling spread is comparable to or larger than the noise (moderate and large
+      :math:`\varepsilon`: :math:`w` then barely interacts with :math:`p`); when the noise
+      dominates, small :math:`w` sharpens the likelihood of :math:`p` (a funnel, divergences).
     * ``latent="counts"``: the paper's latent counts, non-centred: :math:`k-1` standard
       normals ``{name}_counts_z`` mapped to :math:`s = np + Lz` (closed-form Cholesky factor),
-      and :math:`y_j \sim \mathrm{Laplace}(s_j, \beta)`.  At large :math:`\varepsilon` the
-      Laplace kernel pins :math:`s` to :math:`y`, which makes :math:`z` a sharp curved
-      function of :math:`p` (a thin ridge NUTS crosses with tiny steps); see the benchmark
-      ``benchmarks/expfam_multinomial_latent.py``.
+      and :math:`y_j \sim \mathrm{Laplace}(s_j, \beta)`.  Efficient when the noise dominates
+      (the counts then follow their prior given :math:`p`); when it does not, the Laplace
+      kernel pins :math:`s` to :math:`y`, which makes :math:`z` a sharp curved function of
+      :math:`p` (a thin ridge that NUTS crosses with tiny steps: tree depth 7 at
+      :math:`\varepsilon = 1`, :math:`n = 1000`).
+    * ``latent="auto"`` (default): ``"counts"`` if the noise variance :math:`2\beta^2` is at
+      least :math:`n/4` (the largest possible count variance) for every release, else
+      ``"noise_variance"`` (also when ``n`` or ``epsilon`` are symbolic).
 
     **What is approximated**: only :math:`p(s \mid p)` by the normal with the multinomial's
     exact mean and covariance (it ignores the lattice, the skewness of rare categories and
@@ -608,7 +624,7 @@ def LaplaceNoisyMultinomial(
         coordinate ``f"{dims[-1]}_free"`` holding the first ``k - 1`` categories is added.
     shape : tuple of int, optional
         Shape of the released counts when neither ``observed`` nor ``dims`` fix it.
-    latent : {"noise_variance", "counts"}
+    latent : {"auto", "noise_variance", "counts"}
 
     Returns
     -------
@@ -629,7 +645,7 @@ def LaplaceNoisyMultinomial(
     ...         "y", n=release.n, p=p, epsilon=release.epsilon,
     ...         observed=release.value, dims=("region", "category"),
     ...     )
-    >>> sorted(v.name for v in model.free_RVs)
+    >>> sorted(v.name for v in model.free_RVs)  # noise variance 8 < n/4: the mixture latent
     ['p', 'y_noise_w']
     >>> bool(np.isfinite(model.compile_logp()(model.initial_point())))
     True
@@ -638,6 +654,8 @@ def LaplaceNoisyMultinomial(
         raise ValueError(f"`latent` must be one of {_LATENTS}; got {latent!r}")
     model = pm.modelcontext(None)
     _validate_multinomial(n, p, epsilon, sensitivity)
+    if latent == "auto":
+        latent = _auto_latent(n, epsilon, sensitivity)
     n_t, p_t, eps_t, sens_t = map(_f64, (n, p, epsilon, sensitivity))
     if observed is not None:
         obs = constant_value(observed, f"{name}: observed")
