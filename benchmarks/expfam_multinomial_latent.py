@@ -50,14 +50,19 @@ def main():
     for eps in EPSILONS:
         release = pmd.mechanisms.release_multinomial_counts(labels, K, eps, rng)
         for latent in ("noise_variance", "counts"):
-            with pm.Model() as model:
+            with pm.Model():
                 p = pm.Dirichlet("p", np.ones(K))
                 pmd.LaplaceNoisyMultinomial(
                     "y", n=N, p=p, epsilon=eps, observed=release.value, latent=latent
                 )
                 t0 = time.perf_counter()
                 idata = pm.sample(
-                    DRAWS, tune=TUNE, chains=CHAINS, cores=1, random_seed=1, progressbar=False,
+                    DRAWS,
+                    tune=TUNE,
+                    chains=CHAINS,
+                    cores=1,
+                    random_seed=1,
+                    progressbar=False,
                     nuts_sampler="pymc",
                     compute_convergence_checks=False,
                 )
@@ -75,7 +80,9 @@ def main():
                     divergences=int(idata.sample_stats["diverging"].sum()),
                     mean_tree_depth=round(float(idata.sample_stats["tree_depth"].mean()), 2),
                     max_rhat=round(rhat, 3),
-                    p_mean=np.round(idata.posterior["p"].mean(("chain", "draw")).values, 3).tolist(),
+                    p_mean=np.round(
+                        idata.posterior["p"].mean(("chain", "draw")).values, 3
+                    ).tolist(),
                 )
             )
             print(rows[-1], flush=True)
