@@ -461,6 +461,21 @@ def _truncated_hierarchical(released, n, eps):
     return model
 
 
+def test_truncated_sum_in_hierarchical_model_with_dims():
+    rng = np.random.default_rng(2)
+    n = np.array([100, 400, 50])
+    released = np.array([80.0, 900.0, 30.0])
+    model = _truncated_hierarchical(released, n, 0.5)
+    assert model.named_vars_to_dims["y"] == ("site",)
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    with model:
+        prior = pm.sample_prior_predictive(50, random_seed=rng)
+    draws = prior.prior_predictive["y"]
+    assert draws.dims[-1] == "site"
+    # releases: the truncated sums grow with n (the noise, scale 20, does not)
+    assert float(draws.mean(("chain", "draw"))[1]) > float(draws.mean(("chain", "draw"))[2])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
 def test_models_sample_with_every_backend(sampler):
