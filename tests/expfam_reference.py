@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import integrate, stats
 from scipy.special import logsumexp
@@ -58,9 +60,18 @@ def normal_laplace_logpdf(y, m, v, b):
     g_max = g(s_star)
     width = 40.0 * min(sd, max(b, sd * 1e-3))
     lo, hi = s_star - 40.0 * sd, s_star + 40.0 * sd
-    pts = sorted({p for p in (y, s_star, s_star - width, s_star + width) if lo < p < hi})
+    # break points at the kink, the maximum and the scales of both factors, so that the
+    # adaptive rule cannot miss a peak much narrower than the window
+    cand = [y, s_star, s_star - width, s_star + width]
+    cand += [c + sgn * k * scl for c in (y, s_star) for sgn in (-1, 1)
+             for k in (1, 10, 40) for scl in (b, sd)]  # fmt: skip
+    pts = sorted({p for p in cand if lo < p < hi})
     f = lambda s: np.exp(g(s) - g_max)  # noqa: E731
-    total = integrate.quad(f, lo, hi, points=pts, epsabs=0.0, epsrel=1e-12, limit=500)[0]
+    with warnings.catch_warnings():  # a kink at y; the result is checked to be positive
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        total = integrate.quad(f, lo, hi, points=pts, epsabs=0.0, epsrel=1e-12, limit=2000)[0]
+    if not total > 0:
+        raise RuntimeError(f"reference quadrature failed at y={y}, m={m}, v={v}, b={b}")
     return g_max + np.log(total) - np.log(2 * b) - 0.5 * np.log(2 * np.pi * v)
 
 
