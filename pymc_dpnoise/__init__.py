@@ -39,7 +39,10 @@ from importlib.metadata import PackageNotFoundError, version
 _DISTRIBUTIONS = (
     "KRRLikelihood",
     "LaplaceNoisyBinomial",
+    "LaplaceNoisyMultinomial",
     "LaplaceNoisyPoisson",
+    "LaplaceNoisyTruncatedExponential",
+    "LaplaceNoisyTruncatedPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",

@@ -28,6 +28,11 @@ from .clipped import (
     LaplacePerturbedClippedNormalSummary,
 )
 from .counts import LaplaceNoisyBinomial, LaplaceNoisyPoisson
+from .expfam import (
+    LaplaceNoisyMultinomial,
+    LaplaceNoisyTruncatedExponential,
+    LaplaceNoisyTruncatedPoisson,
+)
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
@@ -40,7 +45,10 @@ from .sufficient import SSNormalApprox
 __all__ = [
     "KRRLikelihood",
     "LaplaceNoisyBinomial",
+    "LaplaceNoisyMultinomial",
     "LaplaceNoisyPoisson",
+    "LaplaceNoisyTruncatedExponential",
+    "LaplaceNoisyTruncatedPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",

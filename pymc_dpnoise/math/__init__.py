@@ -42,6 +42,15 @@ from .counts import (
     log_tilted_binomial_mgf,
     poisson_laplace_logp,
 )
+from .expfam import (
+    multinomial_counts_from_normal,
+    multinomial_laplace_logp,
+    multinomial_normal_mixture_logp,
+    normal_laplace_logp,
+    truncated_exponential_moments,
+    truncated_poisson_moments,
+    truncated_sum_laplace_logp,
+)
 from .frequency import (
     bits_dot,
     krr_logp,
@@ -99,8 +108,12 @@ __all__ = [
     "log_tilted_interval",
     "log_tilted_ndtr",
     "logistic_taylor_coefficients",
+    "multinomial_counts_from_normal",
+    "multinomial_laplace_logp",
+    "multinomial_normal_mixture_logp",
     "mvnormal_logp_chol",
     "mvnormal_rows_logp",
+    "normal_laplace_logp",
     "oue_logp",
     "perturbed_linreg_cov",
     "perturbed_linreg_logp",
@@ -112,5 +125,8 @@ __all__ = [
     "stat_names",
     "sue_logp",
     "t2_indices",
+    "truncated_exponential_moments",
+    "truncated_poisson_moments",
+    "truncated_sum_laplace_logp",
     "unary_encoding_logp",
 ]
