@@ -87,3 +87,50 @@ class _NoImputeContinuous(Continuous):
     def __new__(cls, name, *args, observed=None, **kwargs):
         _check_observed(name, observed)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+
+def _cdf_of_value(value, fn, *, tail=False):
+    """``fn(safe_value)`` where the value is finite; the limits 0 / -inf at +-inf (and NaN).
+
+    ``fn`` returns the log CDF (``tail=False``) or the log survival function (``tail=True``)
+    at finite values; at :math:`+\\infty` the log CDF is 0 and the log survival function
+    :math:`-\\infty` (mirrored at :math:`-\\infty`; NaN is taken as :math:`-\\infty`).
+    """
+    finite, safe = _finite_value(value)
+    res = fn(safe)
+    value = pt.as_tensor_variable(value)
+    hi, lo = (-np.inf, 0.0) if tail else (0.0, -np.inf)
+    return pt.switch(finite, res, pt.switch(pt.gt(value, 0), hi, lo))
+
+
+def _refuse(cls_name, what, why):
+    """A ``logcdf`` / ``logccdf`` / ``icdf`` method that raises a clear NotImplementedError.
+
+    PyMC registers the method for the class's op, so ``pm.logcdf(rv, value)`` (and
+    ``pm.Censored`` / ``pm.Truncated``, which call it) names the class and the reason instead
+    of the internal op.  ``pm.Truncated`` catches it from ``icdf`` and falls back to rejection
+    sampling.
+    """
+
+    def refuse(value, *params):
+        raise NotImplementedError(f"{cls_name}: {what} is not available: {why}")
+
+    refuse.__name__ = what
+    return refuse
+
+
+_MULTIVARIATE_CDF = (
+    "a report is a vector (or a table), and a joint CDF of a vector report has no use in PyMC "
+    "(pm.Censored and pm.Truncated take scalar distributions only)"
+)
+
+
+def _refuse_cdfs(cls_name, why=_MULTIVARIATE_CDF):
+    """``(logcdf, logccdf, icdf)`` methods that all refuse with the same reason."""
+    return tuple(_refuse(cls_name, what, why) for what in ("logcdf", "logccdf", "icdf"))
+
+
+_NO_ICDF = (
+    "the CDF is a piecewise tilted CDF without a closed-form inverse (pm.Truncated falls back "
+    "to rejection sampling)"
+)

@@ -14,6 +14,8 @@ mechanism for data holders, and the test-suite checks that both give the same di
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
@@ -25,7 +27,17 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_less, check_positive, check_shapes
-from ._common import _all_finite, _f64, _finite_value, _NoImputeContinuous, _safe_params
+from ._common import (
+    _NO_ICDF,
+    _all_finite,
+    _cdf_of_value,
+    _f64,
+    _finite_value,
+    _NoImputeContinuous,
+    _refuse,
+    _refuse_cdfs,
+    _safe_params,
+)
 
 __all__ = [
     "LaplacePerturbedClippedExponential",
@@ -146,36 +158,54 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
         return point
 
     def logp(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "logp")
+
+    def logcdf(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "cdf")
+
+    def logccdf(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "ccdf")
+
+    icdf = _refuse("LaplacePerturbedClippedNormal", "icdf", _NO_ICDF)
+
+
+def _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, kind):
+    """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
+    # (bound - mu)/sigma is squared inside: beyond 1e150 it overflows (NaN), so such
+    # parameters are outside the domain (-inf), like non-finite ones
+    ok = pt.and_(
+        pt.all(_all_finite(mu, sigma, lower, upper, epsilon)),
+        pt.all((sigma > 0) & (epsilon > 0) & (upper > lower)),
+    )
+    reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
+    kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
+    ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
+    # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
+    ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
+    # evaluate at harmless parameters where they are refused, so no NaN reaches a gradient
+    params = _safe_params(
+        ok,
+        mu=(mu, 0.0),
+        sigma=(sigma, 1.0),
+        lower=(lower, -1.0),
+        upper=(upper, 1.0),
+        epsilon=(epsilon, 1.0),
+    )
+    if kind == "logp":
         finite, safe = _finite_value(value)
-        # (bound - mu)/sigma is squared inside: beyond 1e150 it overflows (NaN), so such
-        # parameters are outside the domain (-inf), like non-finite ones
-        ok = pt.and_(
-            pt.all(_all_finite(mu, sigma, lower, upper, epsilon)),
-            pt.all((sigma > 0) & (epsilon > 0) & (upper > lower)),
-        )
-        reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
-        kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
-        ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
-        # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
-        ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
-        # evaluate at harmless parameters where they are refused, so no NaN reaches a gradient
-        mu, sigma, lower, upper, epsilon = _safe_params(
-            ok,
-            mu=(mu, 0.0),
-            sigma=(sigma, 1.0),
-            lower=(lower, -1.0),
-            upper=(upper, 1.0),
-            epsilon=(epsilon, 1.0),
-        )
-        res = dpmath.clipped_normal_laplace_logp(safe, mu, sigma, lower, upper, epsilon)
+        res = dpmath.clipped_normal_laplace_logp(safe, *params)
         res = pt.switch(finite, res, -np.inf)
-        return check_parameters(
-            res,
-            ok,
-            msg=f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
-            f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
-            f"epsilon >= {1 / MAX_STANDARDISED:g}",
-        )
+    else:
+        tail = kind == "ccdf"
+        fn = partial(dpmath.clipped_normal_laplace_log_cdfs, tail=tail)
+        res = _cdf_of_value(value, lambda v: fn(v, *params), tail=tail)
+    return check_parameters(
+        res,
+        ok,
+        msg=f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
+        f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
+        f"epsilon >= {1 / MAX_STANDARDISED:g}",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,17 +293,35 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
         return point
 
     def logp(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "logp")
+
+    def logcdf(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "cdf")
+
+    def logccdf(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "ccdf")
+
+    icdf = _refuse("LaplacePerturbedClippedExponential", "icdf", _NO_ICDF)
+
+
+def _clipped_exp_guarded(value, lam, upper, epsilon, kind):
+    """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
+    ok = pt.and_(
+        pt.all(_all_finite(lam, upper, epsilon)),
+        pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
+    )
+    lam, upper, epsilon = _safe_params(
+        ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0)
+    )
+    if kind == "logp":
         finite, safe = _finite_value(value)
-        ok = pt.and_(
-            pt.all(_all_finite(lam, upper, epsilon)),
-            pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
-        )
-        lam, upper, epsilon = _safe_params(
-            ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0)
-        )
         res = dpmath.clipped_exponential_laplace_logp(safe, lam, upper, epsilon)
         res = pt.switch(finite, res, -np.inf)
-        return check_parameters(res, ok, msg="finite parameters, lam > 0, upper > 0, epsilon > 0")
+    else:
+        tail = kind == "ccdf"
+        fn = partial(dpmath.clipped_exponential_laplace_log_cdfs, tail=tail)
+        res = _cdf_of_value(value, lambda v: fn(v, lam, upper, epsilon), tail=tail)
+    return check_parameters(res, ok, msg="finite parameters, lam > 0, upper > 0, epsilon > 0")
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,6 +482,8 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
     def support_point(rv, size, mu, sigma, lower, upper, epsilon, n, n_bins):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
 
+    logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedNormalSummary")
+
     def logp(value, mu, sigma, lower, upper, epsilon, n, n_bins):
         res = dpmath.clipped_normal_summary_logp(value, mu, sigma, lower, upper, epsilon)
         return check_parameters(
@@ -537,6 +587,8 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
 
     def support_point(rv, size, lam, upper, epsilon, n, n_bins):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
+
+    logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedExponentialSummary")
 
     def logp(value, lam, upper, epsilon, n, n_bins):
         res = dpmath.clipped_exponential_summary_logp(value, lam, upper, epsilon)

@@ -13,7 +13,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_shapes, constant_value
 from ..math import counts as cmath
-from ._common import _f64, _NoImputeContinuous
+from ._common import _NO_ICDF, _cdf_of_value, _f64, _NoImputeContinuous, _refuse
 
 __all__ = ["ClampedLaplaceNoisyBinomial", "LaplaceNoisyBinomial", "LaplaceNoisyPoisson"]
 
@@ -214,6 +214,16 @@ class LaplaceNoisyBinomial(_NoImputeContinuous):
         res = pt.switch(pt.isinf(value), -np.inf, res)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
 
+    def logcdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity)
+
+    def logccdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity, tail=True
+        )
+
+    icdf = _refuse("LaplaceNoisyBinomial", "icdf", _NO_ICDF)
+
 
 class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
     """``LaplaceNoisyBinomial(..., clamp=True)``: the release clipped to [0, n] after the noise.
@@ -236,6 +246,25 @@ class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
     def logp(value, n, p, epsilon, sensitivity):
         res = cmath.clamped_binomial_laplace_logp(value, n, p, epsilon, sensitivity)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
+
+    def logcdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.clamped_binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity
+        )
+
+    def logccdf(value, n, p, epsilon, sensitivity):
+        fn = cmath.clamped_binomial_laplace_log_cdfs
+        return _count_cdf(fn, value, n, p, epsilon, sensitivity, tail=True)
+
+    icdf = _refuse("ClampedLaplaceNoisyBinomial", "icdf", _NO_ICDF)
+
+
+def _count_cdf(log_cdfs, value, *params, tail=False):
+    """Log CDF / survival function of a noisy count, with the parameter checks of its logp."""
+    res = _cdf_of_value(value, lambda v: log_cdfs(v, *params)[int(tail)], tail=tail)
+    if len(params) == 4:
+        return _binomial_checks(res, *params)
+    return _poisson_checks(res, *params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,10 +368,24 @@ class LaplaceNoisyPoisson(_NoImputeContinuous):
     def logp(value, mu, epsilon, sensitivity):
         res = cmath.poisson_laplace_logp(value, mu, epsilon, sensitivity)
         res = pt.switch(pt.isinf(value), -np.inf, res)
-        return check_parameters(
-            res,
-            mu >= 0,
-            epsilon > 0,
-            sensitivity > 0,
-            msg="mu >= 0, epsilon > 0, sensitivity > 0",
+        return _poisson_checks(res, mu, epsilon, sensitivity)
+
+    def logcdf(value, mu, epsilon, sensitivity):
+        return _count_cdf(cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity)
+
+    def logccdf(value, mu, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity, tail=True
         )
+
+    icdf = _refuse("LaplaceNoisyPoisson", "icdf", _NO_ICDF)
+
+
+def _poisson_checks(res, mu, epsilon, sensitivity):
+    return check_parameters(
+        res,
+        mu >= 0,
+        epsilon > 0,
+        sensitivity > 0,
+        msg="mu >= 0, epsilon > 0, sensitivity > 0",
+    )

@@ -19,7 +19,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_positive, check_required, constant_value
-from ._common import _f64
+from ._common import _f64, _refuse_cdfs
 
 __all__ = ["KRRLikelihood", "OUELikelihood", "SUELikelihood", "UnaryEncodingLikelihood"]
 
@@ -27,6 +27,9 @@ __all__ = ["KRRLikelihood", "OUELikelihood", "SUELikelihood", "UnaryEncodingLike
 MAX_EPSILON = 700.0
 #: tolerance of the check that ``p`` sums to one
 SIMPLEX_ATOL = 1e-6
+_UNORDERED = (
+    "a report is a category id, and categories have no order (a CDF would depend on the labels)"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,6 +343,7 @@ class OUELikelihood(_FrequencyBase):
 
     rv_type = OUERV
     rv_op = OUERV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("OUELikelihood")
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
@@ -392,6 +396,7 @@ class SUELikelihood(_FrequencyBase):
 
     rv_type = SUERV
     rv_op = SUERV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("SUELikelihood")
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
@@ -451,6 +456,7 @@ class UnaryEncodingLikelihood(_FrequencyBase):
 
     rv_type = UnaryEncodingRV
     rv_op = UnaryEncodingRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("UnaryEncodingLikelihood")
 
     @classmethod
     def dist(cls, p, keep_prob, flip_prob, counts=1.0, **kwargs):
@@ -556,6 +562,7 @@ class KRRLikelihood(_FrequencyBase):
 
     rv_type = KRRRV
     rv_op = KRRRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("KRRLikelihood", _UNORDERED)
     _bits = False
 
     @classmethod

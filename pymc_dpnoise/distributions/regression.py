@@ -24,7 +24,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import regression as rmath
-from ._common import _all_finite, _check_observed, _f64, _NoImputeContinuous
+from ._common import _all_finite, _check_observed, _f64, _NoImputeContinuous, _refuse_cdfs
 
 __all__ = ["PerturbedLinReg", "PerturbedLogReg"]
 
@@ -253,6 +253,7 @@ class PerturbedLinReg(_NoImputeContinuous):
 
     rv_type = PerturbedLinRegRV
     rv_op = PerturbedLinRegRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("PerturbedLinReg")
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         theta = kwargs.get("theta", args[0] if args else None)
@@ -468,6 +469,7 @@ class PerturbedLogReg(_NoImputeContinuous):
 
     rv_type = PerturbedLogRegRV
     rv_op = staticmethod(_logreg_rv_op)
+    logcdf, logccdf, icdf = _refuse_cdfs("PerturbedLogReg")
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         theta = kwargs.get("theta", args[0] if args else None)

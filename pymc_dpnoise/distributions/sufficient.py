@@ -14,7 +14,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import sufficient as ssmath
-from ._common import _all_finite, _f64, _NoImputeContinuous
+from ._common import _all_finite, _f64, _NoImputeContinuous, _refuse_cdfs
 
 __all__ = ["SSNormalApprox"]
 
@@ -159,6 +159,7 @@ class SSNormalApprox(_NoImputeContinuous):
 
     rv_type = SSNormalApproxRV
     rv_op = SSNormalApproxRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("SSNormalApprox")
 
     @classmethod
     def dist(cls, theta, cov, n, noise_cov, glm, sigma=None, *, order=3, **kwargs):
