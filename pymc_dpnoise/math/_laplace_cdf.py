@@ -49,7 +49,9 @@ import pytensor.tensor as pt
 
 __all__ = ["split_log_cdfs"]
 
-_LOG2 = float(np.log(2.0))
+_LOG2 = np.float64(
+    np.log(2.0)
+)  # np.float64: a Python float becomes a float32 constant under floatX="float32"
 
 
 def _log_sub_half(log_q, log_t):

@@ -26,6 +26,8 @@ __all__ = [
 
 _SQRT2 = np.sqrt(2.0)
 _LOG2 = np.log(2.0)
+#: np.float64, not a Python float: under floatX="float32" PyTensor makes -1e-300 a float32 -0.0
+_MINUS_TINY = np.float64(-1e-300)
 
 
 def _as_f64(x):
@@ -89,7 +91,7 @@ def _logdiffexp(a, b):
     # difference is lost to rounding, b - a can come out as 0: the term is then taken as
     # e^{a - 690} instead of -inf (it is negligible next to the others wherever this happens;
     # without the clamp its gradient was NaN, e.g. for |mu| >= 1e16 in the clipped normal).
-    return a + pt.log1mexp(pt.minimum(b - a, -1e-300))
+    return a + pt.log1mexp(pt.minimum(b - a, _MINUS_TINY))
 
 
 def log_tilted_interval(lo, hi, kappa):
@@ -145,7 +147,7 @@ def _piecewise_by_region(z, lower, upper, params, outside_fn, inside_fn):
     gathered with ``nonzero`` and scattered back; parameters that are not scalars are
     broadcast and gathered with them.  With observed reports the index set is a constant
     that PyTensor folds at compile time.  Reports outside the interval thus cost one affine
-    function each: they enter the likelihood only through their count and sum (REFERENCE §2.1).
+    function each: they enter the likelihood only through their count and sum.
     """
     args = (z, lower, upper, *params)
     shape = pt.broadcast_shape(*args, arrays_are_shapes=False)
@@ -189,7 +191,7 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
             \log\Phi(\alpha),\; \log\Phi(-\beta) - \epsilon,\; J_\kappa(-\beta, -\alpha)\big),
 
     and symmetrically for :math:`z \ge b`.  Outside :math:`[a, b]` the report enters only
-    linearly (REFERENCE §2.1).  The paper's :math:`e^{(\epsilon\sigma)^2/2(b-a)^2}` factor is
+    linearly.  The paper's :math:`e^{(\epsilon\sigma)^2/2(b-a)^2}` factor is
     cancelled analytically inside :math:`J_\kappa`, so the expression is finite for every
     finite input, for :math:`\epsilon` from :math:`10^{-2}` to :math:`10^{2}` and
     :math:`\sigma/(b-a)` from :math:`10^{-3}` to :math:`10^{2}` (tested).
@@ -327,7 +329,7 @@ def log_exprel(y):
 
 
 def _log_g(a, length):
-    # log g(a, L) = log((1 - exp(-a L))/a) = log L + log_exprel(-a L), any sign of a (REFERENCE §2.2)
+    # log g(a, L) = log((1 - exp(-a L))/a) = log L + log_exprel(-a L), any sign of a
     return pt.log(length) + log_exprel(-a * length)
 
 
