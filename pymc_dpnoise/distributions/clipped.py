@@ -1,18 +1,9 @@
-"""Noise-aware PyMC distributions of privatised reports.
-
-Each class is a thin PyMC wrapper: the log density comes from :mod:`pymc_dpnoise.math`,
-the random draws *are* the release mechanism (so prior and posterior predictive draws are
-privatised reports), and constant parameters are validated when the variable is created.
-
-Design note: the draws are :class:`~pymc.distributions.distribution.SymbolicRandomVariable`
-graphs (``normal -> clip -> + laplace``) instead of a ``RandomVariable`` with a NumPy
-``rng_fn``.  A NumPy ``rng_fn`` runs in Numba *object mode* (with a warning) under PyTensor's
-default linker and has no JAX implementation; the symbolic graph runs natively on every
-backend.  The NumPy functions in :mod:`pymc_dpnoise.mechanisms` implement the same
-mechanism for data holders, and the test-suite checks that both give the same distribution.
-"""
+"""Clipped Gaussian and clipped exponential reports under the Laplace mechanism (LDP paper,
+Supplement 10), per report and as binned summaries (design: :mod:`pymc_dpnoise.distributions`)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pytensor.tensor as pt
@@ -25,7 +16,19 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_less, check_positive, check_shapes
-from ._common import _all_finite, _f64, _finite_value, _NoImputeContinuous, _safe_params
+from ._common import (
+    _NO_ICDF,
+    _all_finite,
+    _cdf_of_value,
+    _f64,
+    _finite_value,
+    _floatx_out,
+    _NoImputeContinuous,
+    _refuse,
+    _refuse_cdfs,
+    _safe_params,
+    _to_floatx,
+)
 
 __all__ = [
     "LaplacePerturbedClippedExponential",
@@ -66,7 +69,7 @@ class LaplacePerturbedClippedNormalRV(SymbolicRandomVariable):
         z = pt.clip(x, lower, upper) + noise
         return cls(
             inputs=[rng, size, mu, sigma, lower, upper, epsilon],
-            outputs=[final_rng, z],
+            outputs=[final_rng, _to_floatx(z)],
         )(rng, size, mu, sigma, lower, upper, epsilon)
 
 
@@ -145,37 +148,58 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
             point = pt.full(size, point)
         return point
 
+    @_floatx_out
     def logp(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "logp")
+
+    @_floatx_out
+    def logcdf(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "cdf")
+
+    @_floatx_out
+    def logccdf(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "ccdf")
+
+    icdf = _refuse("LaplacePerturbedClippedNormal", "icdf", _NO_ICDF)
+
+
+def _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, kind):
+    """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
+    # (bound - mu)/sigma is squared inside: beyond 1e150 it overflows (NaN), so such
+    # parameters are outside the domain (-inf), like non-finite ones
+    ok = pt.and_(
+        pt.all(_all_finite(mu, sigma, lower, upper, epsilon)),
+        pt.all((sigma > 0) & (epsilon > 0) & (upper > lower)),
+    )
+    reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
+    kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
+    ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
+    # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
+    ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
+    # evaluate at harmless parameters where they are refused, so no NaN reaches a gradient
+    params = _safe_params(
+        ok,
+        mu=(mu, 0.0),
+        sigma=(sigma, 1.0),
+        lower=(lower, -1.0),
+        upper=(upper, 1.0),
+        epsilon=(epsilon, 1.0),
+    )
+    if kind == "logp":
         finite, safe = _finite_value(value)
-        # (bound - mu)/sigma is squared inside: beyond 1e150 it overflows (NaN), so such
-        # parameters are outside the domain (-inf), like non-finite ones
-        ok = pt.and_(
-            pt.all(_all_finite(mu, sigma, lower, upper, epsilon)),
-            pt.all((sigma > 0) & (epsilon > 0) & (upper > lower)),
-        )
-        reach = pt.maximum(pt.abs(lower - mu), pt.abs(upper - mu)) / sigma
-        kappa = sigma * epsilon / (upper - lower)  # sigma / noise scale, squared inside
-        ok = pt.and_(ok, pt.all((reach <= MAX_STANDARDISED) & (kappa <= MAX_STANDARDISED)))
-        # d s / d epsilon = -(b - a)/epsilon^2 must not overflow either
-        ok = pt.and_(ok, pt.all(epsilon >= 1.0 / MAX_STANDARDISED))
-        # evaluate at harmless parameters where they are refused, so no NaN reaches a gradient
-        mu, sigma, lower, upper, epsilon = _safe_params(
-            ok,
-            mu=(mu, 0.0),
-            sigma=(sigma, 1.0),
-            lower=(lower, -1.0),
-            upper=(upper, 1.0),
-            epsilon=(epsilon, 1.0),
-        )
-        res = dpmath.clipped_normal_laplace_logp(safe, mu, sigma, lower, upper, epsilon)
+        res = dpmath.clipped_normal_laplace_logp(safe, *params)
         res = pt.switch(finite, res, -np.inf)
-        return check_parameters(
-            res,
-            ok,
-            msg=f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
-            f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
-            f"epsilon >= {1 / MAX_STANDARDISED:g}",
-        )
+    else:
+        tail = kind == "ccdf"
+        fn = partial(dpmath.clipped_normal_laplace_log_cdfs, tail=tail)
+        res = _cdf_of_value(value, lambda v: fn(v, *params), tail=tail)
+    return check_parameters(
+        res,
+        ok,
+        msg=f"finite parameters, sigma > 0, epsilon > 0, upper > lower, "
+        f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
+        f"epsilon >= {1 / MAX_STANDARDISED:g}",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,7 +228,7 @@ class LaplacePerturbedClippedExponentialRV(SymbolicRandomVariable):
         z = pt.clip(x, 0.0, upper) + noise
         return cls(
             inputs=[rng, size, lam, upper, epsilon],
-            outputs=[final_rng, z],
+            outputs=[final_rng, _to_floatx(z)],
         )(rng, size, lam, upper, epsilon)
 
 
@@ -214,7 +238,7 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
     Each person holds :math:`x \sim \mathrm{Exponential}(\lambda)` (rate ``lam``), clips it to
     :math:`[0, u]` (``upper``) and reports :math:`z = \min(x, u) + \mathrm{Laplace}(0, u/\epsilon)`.
     The density marginalises :math:`x` in closed form (LDP paper, Supplement 10.2, eq. 29-30,
-    with the paper's typos corrected as in REFERENCE §2.2); see
+    with the paper's typos corrected); the derivation and the stable form are in
     :func:`pymc_dpnoise.math.clipped_exponential_laplace_logp`.
 
     ========  ==========================================================
@@ -262,18 +286,39 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
             point = pt.full(size, point)
         return point
 
+    @_floatx_out
     def logp(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "logp")
+
+    @_floatx_out
+    def logcdf(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "cdf")
+
+    @_floatx_out
+    def logccdf(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "ccdf")
+
+    icdf = _refuse("LaplacePerturbedClippedExponential", "icdf", _NO_ICDF)
+
+
+def _clipped_exp_guarded(value, lam, upper, epsilon, kind):
+    """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
+    ok = pt.and_(
+        pt.all(_all_finite(lam, upper, epsilon)),
+        pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
+    )
+    lam, upper, epsilon = _safe_params(
+        ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0)
+    )
+    if kind == "logp":
         finite, safe = _finite_value(value)
-        ok = pt.and_(
-            pt.all(_all_finite(lam, upper, epsilon)),
-            pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
-        )
-        lam, upper, epsilon = _safe_params(
-            ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0)
-        )
         res = dpmath.clipped_exponential_laplace_logp(safe, lam, upper, epsilon)
         res = pt.switch(finite, res, -np.inf)
-        return check_parameters(res, ok, msg="finite parameters, lam > 0, upper > 0, epsilon > 0")
+    else:
+        tail = kind == "ccdf"
+        fn = partial(dpmath.clipped_exponential_laplace_log_cdfs, tail=tail)
+        res = _cdf_of_value(value, lambda v: fn(v, lam, upper, epsilon), tail=tail)
+    return check_parameters(res, ok, msg="finite parameters, lam > 0, upper > 0, epsilon > 0")
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,6 +366,19 @@ def _summary_kwargs_from_observed(observed, kwargs, names):
     return observed, kwargs
 
 
+def _summary_rv_inputs(n, n_bins, size, rng):
+    """``(n, n_bins, size, rng)`` of a summary RV: int64 counts, no batch size."""
+    n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
+    n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
+    rng = normalize_rng_param(rng)
+    size = normalize_size_param(size)
+    if not (rv_size_is_none(size) or size.type.shape == (0,)):
+        raise NotImplementedError(
+            "size: summary distributions take scalar parameters (one summary per variable)"
+        )
+    return n, n_bins, size, rng
+
+
 def _check_summary_ints(n, n_bins):
     if not (isinstance(n_bins, int | np.integer) and n_bins >= 1):
         raise ValueError(
@@ -339,21 +397,14 @@ class LaplacePerturbedClippedNormalSummaryRV(SymbolicRandomVariable):
     @classmethod
     def rv_op(cls, mu, sigma, lower, upper, epsilon, n, n_bins, *, size=None, rng=None):
         mu, sigma, lower, upper, epsilon = map(_f64, (mu, sigma, lower, upper, epsilon))
-        n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
-        n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if not (rv_size_is_none(size) or size.type.shape == (0,)):
-            raise NotImplementedError(
-                "size: summary distributions take scalar parameters (one summary per variable)"
-            )
+        n, n_bins, size, rng = _summary_rv_inputs(n, n_bins, size, rng)
         next_rng, x = normal(mu, sigma, size=(n,), rng=rng, return_next_rng=True)
         scale = (upper - lower) / epsilon
         final_rng, noise = laplace(0.0, scale, size=(n,), rng=next_rng, return_next_rng=True)
         table = _summary_table(pt.clip(x, lower, upper) + noise, lower, upper, n_bins)
         return cls(
             inputs=[rng, size, mu, sigma, lower, upper, epsilon, n, n_bins],
-            outputs=[final_rng, table],
+            outputs=[final_rng, _to_floatx(table)],
         )(rng, size, mu, sigma, lower, upper, epsilon, n, n_bins)
 
 
@@ -387,9 +438,13 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
     Below a few thousand reports, or when pointwise log likelihoods are needed (LOO),
     use the exact class.
 
-    ========  ==========================================================
+    ========  ==================================================================
     Support   ``(n_bins + 2, 4)`` summary tables
-    ========  ==========================================================
+    Mean      tail counts :math:`E[n_L] = N F(a)`, :math:`E[n_R] = N (1 - F(b))` with F the
+              CDF of one report (``pm.logcdf`` of the per-report class); every entry is
+              a sum of N i.i.d. per-report terms, so its mean is N times theirs
+    Variance  N times the variance of the per-report term of each entry
+    ========  ==================================================================
 
     Parameters
     ----------
@@ -434,6 +489,9 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
     def support_point(rv, size, mu, sigma, lower, upper, epsilon, n, n_bins):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
 
+    logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedNormalSummary")
+
+    @_floatx_out
     def logp(value, mu, sigma, lower, upper, epsilon, n, n_bins):
         res = dpmath.clipped_normal_summary_logp(value, mu, sigma, lower, upper, epsilon)
         return check_parameters(
@@ -458,14 +516,7 @@ class LaplacePerturbedClippedExponentialSummaryRV(SymbolicRandomVariable):
     @classmethod
     def rv_op(cls, lam, upper, epsilon, n, n_bins, *, size=None, rng=None):
         lam, upper, epsilon = map(_f64, (lam, upper, epsilon))
-        n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
-        n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if not (rv_size_is_none(size) or size.type.shape == (0,)):
-            raise NotImplementedError(
-                "size: summary distributions take scalar parameters (one summary per variable)"
-            )
+        n, n_bins, size, rng = _summary_rv_inputs(n, n_bins, size, rng)
         next_rng, x = exponential(1.0 / lam, size=(n,), rng=rng, return_next_rng=True)
         final_rng, noise = laplace(
             0.0, upper / epsilon, size=(n,), rng=next_rng, return_next_rng=True
@@ -474,7 +525,7 @@ class LaplacePerturbedClippedExponentialSummaryRV(SymbolicRandomVariable):
         table = _summary_table(pt.clip(x, 0.0, upper) + noise, zero, upper, n_bins)
         return cls(
             inputs=[rng, size, lam, upper, epsilon, n, n_bins],
-            outputs=[final_rng, table],
+            outputs=[final_rng, _to_floatx(table)],
         )(rng, size, lam, upper, epsilon, n, n_bins)
 
 
@@ -487,9 +538,12 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
     inside bins to second order with the bound
     :func:`pymc_dpnoise.math.clipped_exponential_summary_error_bound`.
 
-    ========  ==========================================================
+    ========  ==================================================================
     Support   ``(n_bins + 2, 4)`` summary tables
-    ========  ==========================================================
+    Mean      as for :class:`LaplacePerturbedClippedNormalSummary`, with :math:`a = 0`,
+              :math:`b = u` and F the CDF of :class:`LaplacePerturbedClippedExponential`
+    Variance  N times the variance of the per-report term of each entry
+    ========  ==================================================================
 
     Parameters
     ----------
@@ -538,6 +592,9 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
     def support_point(rv, size, lam, upper, epsilon, n, n_bins):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
 
+    logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedExponentialSummary")
+
+    @_floatx_out
     def logp(value, lam, upper, epsilon, n, n_bins):
         res = dpmath.clipped_exponential_summary_logp(value, lam, upper, epsilon)
         return check_parameters(

@@ -13,38 +13,41 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_shapes, constant_value
 from ..math import counts as cmath
-from ._common import _f64, _NoImputeContinuous
+from ._common import (
+    _NO_ICDF,
+    _cdf_of_value,
+    _f64,
+    _floatx_out,
+    _NoImputeContinuous,
+    _refuse,
+    _to_floatx,
+)
 
 __all__ = ["ClampedLaplaceNoisyBinomial", "LaplaceNoisyBinomial", "LaplaceNoisyPoisson"]
 
 
-def _check_probability(name, value):
+def _check_constant(name, value, bad, what):
+    """Refuse a constant ``value`` that is not finite or where ``bad(value)``, naming it."""
     v = constant_value(value)
     if v is None:
         return
     check_finite(name, v)
-    bad = (v < 0) | (v > 1)
-    if np.any(bad):
-        raise ValueError(f"`{name}` must be in [0, 1]; got {v[bad].ravel()[:5]}")
+    mask = bad(v)
+    if np.any(mask):
+        raise ValueError(f"`{name}` must be {what}; got {v[mask].ravel()[:5]}")
+
+
+def _check_probability(name, value):
+    _check_constant(name, value, lambda v: (v < 0) | (v > 1), "in [0, 1]")
 
 
 def _check_count(name, value):
-    v = constant_value(value)
-    if v is None:
-        return
-    check_finite(name, v)
-    bad = (v < 0) | (v != np.floor(v))
-    if np.any(bad):
-        raise ValueError(f"`{name}` must be a non-negative integer; got {v[bad].ravel()[:5]}")
+    bad = lambda v: (v < 0) | (v != np.floor(v))  # noqa: E731
+    _check_constant(name, value, bad, "a non-negative integer")
 
 
 def _check_nonnegative(name, value):
-    v = constant_value(value)
-    if v is None:
-        return
-    check_finite(name, v)
-    if np.any(v < 0):
-        raise ValueError(f"`{name}` must be >= 0; got {v[v < 0].ravel()[:5]}")
+    _check_constant(name, value, lambda v: v < 0, ">= 0")
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,7 +83,7 @@ class LaplaceNoisyBinomialRV(SymbolicRandomVariable):
             y = pt.clip(y, 0.0, n)
         return cls(
             inputs=[rng, size, n, p, epsilon, sensitivity],
-            outputs=[final_rng, y],
+            outputs=[final_rng, _to_floatx(y)],
         )(rng, size, n, p, epsilon, sensitivity)
 
 
@@ -209,10 +212,23 @@ class LaplaceNoisyBinomial(_NoImputeContinuous):
     def support_point(rv, size, n, p, epsilon, sensitivity):
         return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=False)
 
+    @_floatx_out
     def logp(value, n, p, epsilon, sensitivity):
         res = cmath.binomial_laplace_logp(value, n, p, epsilon, sensitivity)
         res = pt.switch(pt.isinf(value), -np.inf, res)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logcdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logccdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity, tail=True
+        )
+
+    icdf = _refuse("LaplaceNoisyBinomial", "icdf", _NO_ICDF)
 
 
 class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
@@ -233,9 +249,31 @@ class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
     def support_point(rv, size, n, p, epsilon, sensitivity):
         return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=True)
 
+    @_floatx_out
     def logp(value, n, p, epsilon, sensitivity):
         res = cmath.clamped_binomial_laplace_logp(value, n, p, epsilon, sensitivity)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logcdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.clamped_binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity
+        )
+
+    @_floatx_out
+    def logccdf(value, n, p, epsilon, sensitivity):
+        fn = cmath.clamped_binomial_laplace_log_cdfs
+        return _count_cdf(fn, value, n, p, epsilon, sensitivity, tail=True)
+
+    icdf = _refuse("ClampedLaplaceNoisyBinomial", "icdf", _NO_ICDF)
+
+
+def _count_cdf(log_cdfs, value, *params, tail=False):
+    """Log CDF / survival function of a noisy count, with the parameter checks of its logp."""
+    res = _cdf_of_value(value, lambda v: log_cdfs(v, *params)[int(tail)], tail=tail)
+    if len(params) == 4:
+        return _binomial_checks(res, *params)
+    return _poisson_checks(res, *params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,7 +304,7 @@ class LaplaceNoisyPoissonRV(SymbolicRandomVariable):
         y = pt.cast(s, "float64") + noise
         return cls(
             inputs=[rng, size, mu, epsilon, sensitivity],
-            outputs=[final_rng, y],
+            outputs=[final_rng, _to_floatx(y)],
         )(rng, size, mu, epsilon, sensitivity)
 
 
@@ -336,13 +374,30 @@ class LaplaceNoisyPoisson(_NoImputeContinuous):
             point = pt.full(size, point)
         return point
 
+    @_floatx_out
     def logp(value, mu, epsilon, sensitivity):
         res = cmath.poisson_laplace_logp(value, mu, epsilon, sensitivity)
         res = pt.switch(pt.isinf(value), -np.inf, res)
-        return check_parameters(
-            res,
-            mu >= 0,
-            epsilon > 0,
-            sensitivity > 0,
-            msg="mu >= 0, epsilon > 0, sensitivity > 0",
+        return _poisson_checks(res, mu, epsilon, sensitivity)
+
+    @_floatx_out
+    def logcdf(value, mu, epsilon, sensitivity):
+        return _count_cdf(cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity)
+
+    @_floatx_out
+    def logccdf(value, mu, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity, tail=True
         )
+
+    icdf = _refuse("LaplaceNoisyPoisson", "icdf", _NO_ICDF)
+
+
+def _poisson_checks(res, mu, epsilon, sensitivity):
+    return check_parameters(
+        res,
+        mu >= 0,
+        epsilon > 0,
+        sensitivity > 0,
+        msg="mu >= 0, epsilon > 0, sensitivity > 0",
+    )

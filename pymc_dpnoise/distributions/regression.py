@@ -24,7 +24,16 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import regression as rmath
-from ._common import _all_finite, _check_observed, _f64, _NoImputeContinuous
+from ._common import (
+    _all_finite,
+    _check_observed,
+    _cov_or_chol,
+    _f64,
+    _floatx_out,
+    _NoImputeContinuous,
+    _refuse_cdfs,
+    _to_floatx,
+)
 
 __all__ = ["PerturbedLinReg", "PerturbedLogReg"]
 
@@ -94,7 +103,13 @@ def _check_sigma_x(sigma_x, d):
 def _sigma_x_vector(sigma_x, theta):
     sigma_x = _f64(sigma_x)
     if sigma_x.ndim == 0:
-        sigma_x = pt.alloc(sigma_x, pt.as_tensor_variable(theta).shape[-1])
+        # with a static d the vector depends on sigma_x only: print(model) then shows it as a
+        # constant or f(sigma_x), not f(theta)
+        d = _static_last_dim(theta)
+        known = constant_value(sigma_x)
+        if d is not None and known is not None:
+            return pt.as_tensor_variable(np.full(d, known, dtype="float64"))
+        sigma_x = pt.alloc(sigma_x, pt.as_tensor_variable(theta).shape[-1] if d is None else d)
     return sigma_x
 
 
@@ -139,6 +154,22 @@ def _support_point(size, d, *batch_terms):
 # --------------------------------------------------------------------------------------------
 
 
+class _RegressionReports(_NoImputeContinuous):
+    """Refuses non-finite observed rows and rows of the wrong width (d + 1) before PyMC sees them."""
+
+    _labels = False  # whether the last column is a 0/1 label
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        theta = kwargs.get("theta", args[0] if args else None)
+        d = _static_last_dim(theta) if theta is not None else None
+        _check_observed(name, observed)
+        _check_observed_width(name, observed, d, labels=cls._labels)
+        # the checks above include _NoImputeContinuous's: skip to PyMC's constructor
+        return super(_NoImputeContinuous, cls).__new__(
+            cls, name, *args, observed=observed, **kwargs
+        )
+
+
 class PerturbedLinRegRV(SymbolicRandomVariable):
     """Draws: x ~ MvNormal(0, cov); y = theta.x + N(0, sigma); [x + N(0, sigma_x), y + N(0, sigma_y)]."""
 
@@ -167,18 +198,18 @@ class PerturbedLinRegRV(SymbolicRandomVariable):
         z = pt.concatenate([zx, zy[..., None]], axis=-1)
         return cls(
             inputs=[rng, size, theta, sigma, cov, sigma_x, sigma_y],
-            outputs=[r4, z],
+            outputs=[r4, _to_floatx(z)],
         )(rng, size, theta, sigma, cov, sigma_x, sigma_y)
 
 
-class PerturbedLinReg(_NoImputeContinuous):
+class PerturbedLinReg(_RegressionReports):
     r"""Linear regression on locally private features and responses (Gaussian mechanism).
 
     Each person holds :math:`x \sim N(0, \Sigma)` (d features, ``cov`` = Σ) and
     :math:`y = \theta^T x + N(0, \sigma^2)`, and reports
     :math:`z_x = x + N(0, \mathrm{diag}(\sigma_x^2))` and :math:`z_y = y + N(0, \sigma_y^2)`
     (LDP paper, Supplement 12.1, eq. 34).  Marginalising :math:`x` and :math:`y` (eqs. 35-41)
-    gives the joint Gaussian (REFERENCE §2.4)
+    gives the joint Gaussian (:func:`pymc_dpnoise.math.perturbed_linreg_cov`)
 
     .. math::
 
@@ -212,6 +243,8 @@ class PerturbedLinReg(_NoImputeContinuous):
         Covariance Σ of the clean features (positive definite), e.g. the papers' scaled LKJ
         prior from :func:`pymc_dpnoise.priors.scaled_lkj_cov` (it samples the scales and the
         correlations separately; ``pm.LKJCholeskyCov`` under-covers small scales here).
+    chol : tensor_like of float, shape (d, d), optional
+        Lower Cholesky factor of Σ, instead of ``cov`` (as ``pm.MvNormal`` takes).
     sigma_x : tensor_like of float, scalar or shape (d,)
         Standard deviation of the Gaussian noise on each feature, > 0.
     sigma_y : tensor_like of float
@@ -253,16 +286,13 @@ class PerturbedLinReg(_NoImputeContinuous):
 
     rv_type = PerturbedLinRegRV
     rv_op = PerturbedLinRegRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("PerturbedLinReg")
 
-    def __new__(cls, name, *args, observed=None, **kwargs):
-        theta = kwargs.get("theta", args[0] if args else None)
-        d = _static_last_dim(theta) if theta is not None else None
-        _check_observed(name, observed)
-        _check_observed_width(name, observed, d, labels=False)
-        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+    _labels = False
 
     @classmethod
-    def dist(cls, theta, sigma, cov, sigma_x, sigma_y, **kwargs):
+    def dist(cls, theta, sigma, cov=None, sigma_x=None, sigma_y=None, *, chol=None, **kwargs):
+        cov = _cov_or_chol(cov, chol)
         check_required(theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y)
         d = _check_theta(theta)
         check_positive("sigma", sigma)
@@ -279,6 +309,7 @@ class PerturbedLinReg(_NoImputeContinuous):
             size, d, theta[..., 0], sigma, cov[..., 0, 0], sigma_x[..., 0], sigma_y
         )
 
+    @_floatx_out
     def logp(value, theta, sigma, cov, sigma_x, sigma_y):
         res, ok = rmath.perturbed_linreg_logp(value, theta, sigma, cov, sigma_x, sigma_y)
         return check_parameters(
@@ -336,7 +367,7 @@ class PerturbedLogRegRV(SymbolicRandomVariable):
         z = pt.concatenate([zx, zy[..., None]], axis=-1)
         return cls(
             inputs=[rng, size, theta, cov, sigma_x, epsilon_y],
-            outputs=[r4, z],
+            outputs=[r4, _to_floatx(z)],
         )(rng, size, theta, cov, sigma_x, epsilon_y)
 
 
@@ -392,7 +423,7 @@ def _logreg_rv_op(
     return _logreg_rv_type(*opts).rv_op(theta, cov, sigma_x, epsilon_y, size=size, rng=rng)
 
 
-class PerturbedLogReg(_NoImputeContinuous):
+class PerturbedLogReg(_RegressionReports):
     r"""Logistic regression on locally private features (Gaussian) and labels (randomized response).
 
     Each person holds :math:`x \sim N(0, \Sigma)` and a label
@@ -421,7 +452,7 @@ class PerturbedLogReg(_NoImputeContinuous):
       replaced by its degree-``degree`` Chebyshev projection on ``interval`` and the expectation
       is taken with Gaussian moments; the result is clipped to [0, 1].  ``degree=2`` on a
       symmetric interval reproduces the paper, and then ignores the variance
-      :math:`\theta^T A\theta` (REFERENCE §2.5).  It is accurate only while
+      :math:`\theta^T A\theta`.  It is accurate only while
       :math:`N(\theta^T h, \theta^T A\theta)` stays well inside ``interval``, and even there its
       error is far above 1e-3 at low degree: e.g. degree 2 on (-4, 4) is off by up to 0.11
       for :math:`|\theta^T h| \le 2`, sd ≤ 1; degree 13 on (-6, 6) by 5e-4.  Outside the
@@ -429,7 +460,10 @@ class PerturbedLogReg(_NoImputeContinuous):
 
     ========  ==============================================================
     Support   :math:`z_x \in \mathbb{R}^d`, :math:`z_y \in \{0, 1\}` (one report per row)
-    Mean      :math:`E[z_x] = 0`
+    Mean      :math:`E[z_x] = 0`, :math:`m = E[z_y] = (1 - \rho) + (2\rho - 1)\,
+              E[\mathrm{sigmoid}(\theta^T x)]`
+    Variance  :math:`\mathrm{Cov}[z_x] = \Sigma + \mathrm{diag}(\sigma_x^2)`,
+              :math:`\mathrm{Var}[z_y] = m(1 - m)`
     ========  ==============================================================
 
     Parameters
@@ -438,6 +472,8 @@ class PerturbedLogReg(_NoImputeContinuous):
         Regression coefficients (log-odds per unit of x).
     cov : tensor_like of float, shape (d, d)
         Covariance Σ of the clean features, positive definite.
+    chol : tensor_like of float, shape (d, d), optional
+        Lower Cholesky factor of Σ, instead of ``cov`` (as ``pm.MvNormal`` takes).
     sigma_x : tensor_like of float, scalar or shape (d,)
         Standard deviation of the Gaussian noise on each feature, > 0.
     epsilon_y : tensor_like of float
@@ -468,28 +504,32 @@ class PerturbedLogReg(_NoImputeContinuous):
 
     rv_type = PerturbedLogRegRV
     rv_op = staticmethod(_logreg_rv_op)
+    logcdf, logccdf, icdf = _refuse_cdfs("PerturbedLogReg")
 
-    def __new__(cls, name, *args, observed=None, **kwargs):
-        theta = kwargs.get("theta", args[0] if args else None)
-        d = _static_last_dim(theta) if theta is not None else None
-        _check_observed(name, observed)
-        _check_observed_width(name, observed, d, labels=True)
-        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+    _labels = True
 
     @classmethod
     def dist(
         cls,
         theta,
-        cov,
-        sigma_x,
-        epsilon_y,
+        cov=None,
+        sigma_x=None,
+        epsilon_y=None,
         *,
+        chol=None,
         approximation="quadrature",
         degree=2,
         interval=(-4.0, 4.0),
         nodes=rmath.DEFAULT_NODES,
         **kwargs,
     ):
+        if "epsilon" in kwargs:
+            raise TypeError(
+                "epsilon: PerturbedLogReg takes `epsilon_y`, the budget of the label's randomized "
+                "response only (c * epsilon of perturb_logreg's total budget, the release's "
+                "`epsilon_y` field), not the total budget"
+            )
+        cov = _cov_or_chol(cov, chol)
         approximation, degree, interval, nodes = _logreg_options(
             approximation, degree, interval, nodes
         )
@@ -529,7 +569,7 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         nodes=op.nodes,
     )
     res = maybe_resize(res, size)
-    return check_parameters(
+    res = check_parameters(
         res,
         *_all_finite(theta, cov, sigma_x, epsilon_y),
         pt.all(sigma_x > 0),
@@ -537,3 +577,4 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         ok,
         msg="sigma_x > 0, epsilon_y > 0, cov positive definite",
     )
+    return _to_floatx(res)
