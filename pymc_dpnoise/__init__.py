@@ -46,6 +46,7 @@ _DISTRIBUTIONS = (
     "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
+    "PerturbedLinRegSummary",
     "PerturbedLogReg",
     "SSNormalApprox",
     "SUELikelihood",

@@ -35,9 +35,12 @@ Engines (:func:`summarize` dispatches on the type of ``data``):
 * any dataframe Narwhals knows (pandas, Polars eager or lazy, PyArrow, Dask, PySpark, ...),
   with the group-by executed by the backend itself (lazily where the backend is lazy).
 
-The binning is a small object (:class:`ClippedBinning`) with one method per engine, so other
-report types (histogram reports, regression scatter matrices) can plug into the same
-:func:`aggregate` dispatcher with their own binning object.
+The same engines build the summaries of the other models: :func:`summarize_histogram`
+(distinct OUE / SUE / unary-encoding bit patterns or k-RR ids and their counts, for the
+frequency likelihoods' ``counts=``) and :func:`summarize_regression` (N, column sums and the
+scatter matrix, for :class:`~pymc_dpnoise.PerturbedLinRegSummary`).  ``pymc-dpnoise fit``
+summarises clipped reports from :data:`SUMMARY_THRESHOLD` reports on
+(:func:`summarize_if_large`).
 """
 
 from __future__ import annotations

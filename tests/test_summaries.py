@@ -628,3 +628,34 @@ def test_cli_fit_uses_the_summary_above_the_threshold(tmp_path, capsys, monkeypa
     with open_table(str(small), header="auto", sep=None, max_rows=10) as t:
         with pytest.raises(_fit.InputError, match="NULL/NaN/inf"):
             _fit._summary_data(spec, Args, t)
+
+
+def test_linreg_summary_equals_per_report_likelihood_and_draws_are_wishart():
+    from pymc_dpnoise.distributions.regression import PerturbedLinReg, PerturbedLinRegSummary
+
+    rng = np.random.default_rng(8)
+    n, theta, cov = 4000, np.array([1.0, -0.5]), np.array([[1.0, 0.3], [0.3, 2.0]])
+    x = rng.multivariate_normal(np.zeros(2), cov, n)
+    y = x @ theta + rng.normal(0.0, 0.3, n)
+    w = np.column_stack([x + rng.normal(0, 0.5, x.shape), y + rng.normal(0, 0.4, n)])
+    s = summaries.summarize_regression(w)
+    for th in (theta, np.array([0.2, 0.7])):
+        kw = dict(theta=th, sigma=0.3, cov=cov, sigma_x=np.array([0.5, 0.6]), sigma_y=0.4)
+        full = pm.logp(PerturbedLinReg.dist(**kw), w).sum().eval()
+        comp = pm.logp(PerturbedLinRegSummary.dist(**kw, n=s.n), s.scatter).eval()
+        np.testing.assert_allclose(comp, full, rtol=1e-10)
+    with pm.Model() as model:
+        t = pm.Normal("theta", 0.0, 5.0, shape=2)
+        PerturbedLinRegSummary(
+            "z", theta=t, sigma=0.3, cov=cov, sigma_x=0.5, sigma_y=0.4, observed=s
+        )
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    # draws: Wishart(n, C) -> mean n C, Var(S_ii) = 2 n C_ii^2 (against the simulated reports)
+    kw = dict(theta=theta, sigma=0.3, cov=cov, sigma_x=0.5, sigma_y=0.4)
+    draws = pm.draw(PerturbedLinRegSummary.dist(**kw, n=50), draws=4000, random_seed=1)
+    c = pm.draw(PerturbedLinReg.dist(**kw), draws=200_000, random_seed=2)
+    c = c.T @ c / len(c)
+    np.testing.assert_allclose(draws.mean(0), 50 * c, atol=6 * np.sqrt(2 * 50 / 4000) * c.max())
+    np.testing.assert_allclose(draws[:, 2, 2].var(), 2 * 50 * c[2, 2] ** 2, rtol=0.1)
+    with pytest.raises(ValueError, match="n"):
+        PerturbedLinRegSummary.dist(**kw, n=0)
