@@ -49,6 +49,7 @@ _DISTRIBUTIONS = (
     "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
+    "PerturbedLinRegSummary",
     "PerturbedLogReg",
     "SSNormalApprox",
     "SUELikelihood",

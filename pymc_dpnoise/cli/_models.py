@@ -540,20 +540,28 @@ def _clipped_normal_check(args):
 def _clipped_normal_build(args, data):
     import pymc as pm
 
-    from ..distributions import LaplacePerturbedClippedNormal
+    from .. import distributions as dists
+    from ..summaries import ClippedSummary
 
+    summary = isinstance(data["z"], ClippedSummary)  # large files (see _fit._summary_data)
+    cls = (
+        dists.LaplacePerturbedClippedNormalSummary
+        if summary
+        else dists.LaplacePerturbedClippedNormal
+    )
     h = (args.upper - args.lower) / 2
     m0, s0 = args.mu_prior or ((args.lower + args.upper) / 2, h)
     a, b = args.sigma_prior or (2.0, 2.0 / h)
     with pm.Model() as model:
         mu = pm.Normal("mu", m0, s0)
         sigma = pm.Gamma("sigma", alpha=a, beta=b)
-        LaplacePerturbedClippedNormal(
-            "z", mu, sigma, args.lower, args.upper, data["epsilon"], observed=data["z"]
-        )
+        cls(
+            "z", mu, sigma, lower=args.lower, upper=args.upper, epsilon=data["epsilon"],
+            observed=data["z"],
+        )  # fmt: skip
     return Built(
         model,
-        f"z ~ LaplacePerturbedClippedNormal(mu, sigma, lower={_fmt(args.lower)}, "
+        f"z ~ {cls.__name__}(mu, sigma, lower={_fmt(args.lower)}, "
         f"upper={_fmt(args.upper)}, {data['epsilon_desc']})",
         f"mu ~ Normal({_fmt(m0)}, {_fmt(s0)}), sigma ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
         ["mu", "sigma"],
@@ -575,18 +583,22 @@ def _clipped_exponential_check(args):
 def _clipped_exponential_build(args, data):
     import pymc as pm
 
-    from ..distributions import LaplacePerturbedClippedExponential
+    from .. import distributions as dists
+    from ..summaries import ClippedSummary
 
+    summary = isinstance(data["z"], ClippedSummary)  # large files (see _fit._summary_data)
+    cls = (
+        dists.LaplacePerturbedClippedExponentialSummary
+        if summary
+        else dists.LaplacePerturbedClippedExponential
+    )
     a, b = args.lam_prior or (2.0, args.upper / 2)
     with pm.Model() as model:
         lam = pm.Gamma("lam", alpha=a, beta=b)
-        LaplacePerturbedClippedExponential(
-            "z", lam, args.upper, data["epsilon"], observed=data["z"]
-        )
+        cls("z", lam, upper=args.upper, epsilon=data["epsilon"], observed=data["z"])
     return Built(
         model,
-        f"z ~ LaplacePerturbedClippedExponential(lam, upper={_fmt(args.upper)}, "
-        f"{data['epsilon_desc']})",
+        f"z ~ {cls.__name__}(lam, upper={_fmt(args.upper)}, {data['epsilon_desc']})",
         f"lam ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
         ["lam"],
     )

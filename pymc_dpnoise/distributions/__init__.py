@@ -39,7 +39,7 @@ from .frequency import (
     SUELikelihood,
     UnaryEncodingLikelihood,
 )
-from .regression import PerturbedLinReg, PerturbedLogReg
+from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
+    "PerturbedLinRegSummary",
     "PerturbedLogReg",
     "SSNormalApprox",
     "SUELikelihood",

@@ -19,7 +19,7 @@ from pymc.distributions.distribution import SymbolicRandomVariable, maybe_resize
 from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import normalize_rng_param
-from pytensor.tensor.random.basic import multivariate_normal, normal, uniform
+from pytensor.tensor.random.basic import gamma, multivariate_normal, normal, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_required, constant_value
@@ -35,7 +35,7 @@ from ._common import (
     _to_floatx,
 )
 
-__all__ = ["PerturbedLinReg", "PerturbedLogReg"]
+__all__ = ["PerturbedLinReg", "PerturbedLinRegSummary", "PerturbedLogReg"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,6 +320,131 @@ class PerturbedLinReg(_RegressionReports):
             pt.all(sigma_x > 0),
             ok,
             msg="sigma > 0, sigma_y > 0, sigma_x > 0, cov positive definite",
+        )
+
+
+class PerturbedLinRegSummaryRV(SymbolicRandomVariable):
+    """Draws: the scatter matrix of N reports, Wishart(N, C), by the Bartlett decomposition."""
+
+    name = "perturbed_linreg_summary"
+    extended_signature = "[rng],[size],(d),(),(d,d),(d),(),()->[rng],(p,p)"
+    _print_name = ("PerturbedLinRegSummary", "\\operatorname{PerturbedLinRegSummary}")
+
+    @classmethod
+    def rv_op(cls, theta, sigma, cov, sigma_x, sigma_y, n, *, size=None, rng=None):
+        theta, sigma, cov, sigma_y, n = map(_f64, (theta, sigma, cov, sigma_y, n))
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        rng = normalize_rng_param(rng)
+        size = normalize_size_param(size)
+        if not (rv_size_is_none(size) or size.type.shape == (0,)):
+            raise NotImplementedError(
+                "size: summary distributions take unbatched parameters (one summary per variable)"
+            )
+        c = rmath.perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y)
+        m = c.shape[-1]
+        chol = pt.linalg.cholesky(c, lower=True)
+        # Bartlett: S = L A A^T L^T, A lower triangular, A_ii^2 ~ chi2(N - i), A_ij ~ N(0, 1)
+        r1, diag2 = gamma(0.5 * (n - pt.arange(m)), scale=2.0, rng=rng, return_next_rng=True)
+        r2, low = normal(0.0, 1.0, size=pt.stack([m, m]), rng=r1, return_next_rng=True)
+        a = pt.tril(low, -1) + pt.diag(pt.sqrt(diag2))
+        la = pt.dot(chol, a)
+        return cls(
+            inputs=[rng, size, theta, sigma, cov, sigma_x, sigma_y, n],
+            outputs=[r2, pt.dot(la, la.T)],
+        )(rng, size, theta, sigma, cov, sigma_x, sigma_y, n)
+
+
+class PerturbedLinRegSummary(_NoImputeContinuous):
+    r"""N perturbed-input linear-regression reports observed through their scatter matrix.
+
+    The same model as :class:`PerturbedLinReg`; the observed value is :math:`S = W^T W`
+    (the :math:`(d+1)\times(d+1)` scatter matrix of the report rows :math:`w_i = [z_x, z_y]`,
+    i.e. :math:`Z_x^T Z_x`, :math:`Z_x^T z_y`, :math:`z_y^T z_y`), which is sufficient:
+
+    .. math::
+
+        \log p(S \mid \theta) = -\tfrac12\bigl(N \log|2\pi C| + \mathrm{tr}(C^{-1} S)\bigr)
+
+    equals the sum of the N per-report log densities exactly (the Wishart normalising terms,
+    which do not depend on the parameters, are left out so that the value matches
+    :class:`PerturbedLinReg`'s summed log likelihood).  Pass the
+    :class:`~pymc_dpnoise.summaries.ScatterSummary` of
+    :func:`~pymc_dpnoise.summaries.summarize_regression` as ``observed`` (N is read from it):
+    it can be built from files and dataframes of any size without loading them.  Random draws
+    are scatter matrices of N simulated reports, :math:`S \sim \mathrm{Wishart}(N, C)`
+    (Bartlett decomposition, O(d²) whatever N), so predictive checks work on the summary.
+
+    Parameters
+    ----------
+    theta, sigma, cov, sigma_x, sigma_y :
+        As in :class:`PerturbedLinReg` (no batch dimensions).
+    n : int
+        Number of reports; read from ``observed`` when it is a ``ScatterSummary``.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_dpnoise.distributions.regression import PerturbedLinRegSummary
+    >>> from pymc_dpnoise.summaries import summarize_regression
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(5000, 2))
+    >>> y = x @ np.array([1.0, -0.5]) + rng.normal(0.0, 0.3, 5000)
+    >>> w = np.column_stack([x + rng.normal(0, 0.5, x.shape), y + rng.normal(0, 0.5, 5000)])
+    >>> with pm.Model():
+    ...     theta = pm.Normal("theta", 0.0, 5.0, shape=2)
+    ...     sigma = pm.HalfNormal("sigma", 1.0)
+    ...     obs = PerturbedLinRegSummary("z", theta=theta, sigma=sigma, cov=np.eye(2),
+    ...                                  sigma_x=0.5, sigma_y=0.5,
+    ...                                  observed=summarize_regression(w))
+    """
+
+    rv_type = PerturbedLinRegSummaryRV
+    rv_op = PerturbedLinRegSummaryRV.rv_op
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        from ..summaries import ScatterSummary
+
+        if isinstance(observed, ScatterSummary):
+            if kwargs.get("n") is not None and kwargs["n"] != observed.n:
+                raise ValueError(
+                    f"n: {kwargs['n']!r} differs from the observed summary's {observed.n}"
+                )
+            kwargs["n"] = observed.n
+            observed = observed.scatter
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(cls, theta, sigma, cov, sigma_x, sigma_y, n=None, **kwargs):
+        check_required(theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y, n=n)
+        d = _check_theta(theta)
+        check_positive("sigma", sigma)
+        _check_cov(cov, d)
+        _check_sigma_x(sigma_x, d)
+        check_positive("sigma_y", sigma_y)
+        check_positive("n", n)
+        theta = _f64(theta)
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        return super().dist([theta, sigma, cov, sigma_x, sigma_y, n], **kwargs)
+
+    def support_point(rv, size, theta, sigma, cov, sigma_x, sigma_y, n):
+        return n * rmath.perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y)
+
+    def logp(value, theta, sigma, cov, sigma_x, sigma_y, n):
+        c = rmath.perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y)
+        chol, ok = rmath._safe_cholesky(c)
+        prec = rmath._inverse_from_chol(chol)
+        m = pt.cast(c.shape[-1], "float64")
+        res = -0.5 * (n * (m * np.log(2 * np.pi) + rmath._logdet_from_chol(chol)))
+        res = res - 0.5 * pt.sum(prec * value)
+        return check_parameters(
+            res,
+            *_all_finite(theta, sigma, cov, sigma_x, sigma_y),
+            sigma > 0,
+            sigma_y > 0,
+            pt.all(sigma_x > 0),
+            n > 0,
+            ok,
+            msg="sigma > 0, sigma_y > 0, sigma_x > 0, n > 0, cov positive definite",
         )
 
 
