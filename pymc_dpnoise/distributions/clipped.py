@@ -321,6 +321,17 @@ def _summary_kwargs_from_observed(observed, kwargs, names):
     return observed, kwargs
 
 
+def _check_summary_scalars(**params):
+    """A summary is one table of N reports: its parameters are scalars (no group index)."""
+    for key, val in params.items():
+        if val is not None and pt.as_tensor_variable(val).ndim > 0:
+            raise NotImplementedError(
+                f"{key}: summary distributions take scalar parameters (one summary table per "
+                f"variable); got {pt.as_tensor_variable(val).ndim} dimension(s). For several "
+                "groups, build one summary variable per group."
+            )
+
+
 def _check_summary_ints(n, n_bins):
     if not (isinstance(n_bins, int | np.integer) and n_bins >= 1):
         raise ValueError(
@@ -339,7 +350,7 @@ class LaplacePerturbedClippedNormalSummaryRV(SymbolicRandomVariable):
     @classmethod
     def rv_op(cls, mu, sigma, lower, upper, epsilon, n, n_bins, *, size=None, rng=None):
         mu, sigma, lower, upper, epsilon = map(_f64, (mu, sigma, lower, upper, epsilon))
-        n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
+        n = pt.cast(pt.as_tensor_variable(n), "int64")  # a constant or pm.Data (set_data)
         n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
         rng = normalize_rng_param(rng)
         size = normalize_size_param(size)
@@ -424,6 +435,7 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
         for key, val in dict(lower=lower, upper=upper, epsilon=epsilon, n=n).items():
             if val is None:
                 raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _check_summary_scalars(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_finite("mu", mu)
         check_positive("sigma", sigma)
@@ -458,7 +470,7 @@ class LaplacePerturbedClippedExponentialSummaryRV(SymbolicRandomVariable):
     @classmethod
     def rv_op(cls, lam, upper, epsilon, n, n_bins, *, size=None, rng=None):
         lam, upper, epsilon = map(_f64, (lam, upper, epsilon))
-        n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
+        n = pt.cast(pt.as_tensor_variable(n), "int64")  # a constant or pm.Data (set_data)
         n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
         rng = normalize_rng_param(rng)
         size = normalize_size_param(size)
@@ -529,6 +541,7 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
         for key, val in dict(upper=upper, epsilon=epsilon, n=n).items():
             if val is None:
                 raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _check_summary_scalars(lam=lam, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_positive("lam", lam)
         check_positive("upper", upper)
