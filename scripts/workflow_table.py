@@ -25,7 +25,8 @@ PyMC workflows
 Every public distribution of :mod:`pymc_dpnoise.distributions` against every ordinary PyMC
 workflow.  The table is generated from ``tests/test_workflows.py`` by
 ``scripts/workflow_table.py``: **pass** means the suite runs the workflow on that
-distribution and checks its result; a numbered cell is a refusal, with the error the package
+distribution and checks its result in the default run, **pass (slow)** in the ``slow`` run
+(``pytest -m slow``); a numbered cell is a refusal, with the error the package
 raises (the suite checks that exact error) and the reason below the table.
 
 The models are hierarchical: {n_groups} groups, parameters indexed by a group index held in
@@ -82,7 +83,7 @@ def render() -> str:
         for wf in workflows:
             status = suite.cell_status(spec.name, wf)
             if status == "pass":
-                cells.append("pass")
+                cells.append("pass (slow)" if wf in suite.SLOW else "pass")
             else:
                 exc = suite.REFUSED[spec.name, wf][0].__name__
                 key = f"``{exc}``: {status.removeprefix('refused: ')}"
