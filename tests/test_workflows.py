@@ -589,7 +589,7 @@ def test_debug(spec, cheap_mode, capsys):
 
 
 @pytest.mark.parametrize("spec", _params())
-def test_graphviz(spec):
+def test_graphviz(spec, cheap_mode):
     def run():
         model = model_of(spec.name)
         # the graph model_to_graphviz draws, built without the graphviz package
