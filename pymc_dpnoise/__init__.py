@@ -56,7 +56,12 @@ _DISTRIBUTIONS = (
     "UnaryEncodingLikelihood",
 )
 
-_OTHER = {"BayesNet": ".bayesnet", "summarize": ".summaries"}
+_OTHER = {
+    "BayesNet": ".bayesnet",
+    "summarize": ".summaries",
+    "compute_log_likelihood": ".pointwise",
+    "loo": ".pointwise",
+}
 
 
 def __getattr__(name):

@@ -368,7 +368,7 @@ def _summary_kwargs_from_observed(observed, kwargs, names):
 
 def _summary_rv_inputs(n, n_bins, size, rng):
     """``(n, n_bins, size, rng)`` of a summary RV: int64 counts, no batch size."""
-    n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
+    n = pt.cast(pt.as_tensor_variable(n), "int64")  # a constant or pm.Data (set_data)
     n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
     rng = normalize_rng_param(rng)
     size = normalize_size_param(size)
@@ -377,6 +377,17 @@ def _summary_rv_inputs(n, n_bins, size, rng):
             "size: summary distributions take scalar parameters (one summary per variable)"
         )
     return n, n_bins, size, rng
+
+
+def _check_summary_scalars(**params):
+    """A summary is one table of N reports: its parameters are scalars (no group index)."""
+    for key, val in params.items():
+        if val is not None and pt.as_tensor_variable(val).ndim > 0:
+            raise NotImplementedError(
+                f"{key}: summary distributions take scalar parameters (one summary table per "
+                f"variable); got {pt.as_tensor_variable(val).ndim} dimension(s). For several "
+                "groups, build one summary variable per group."
+            )
 
 
 def _check_summary_ints(n, n_bins):
@@ -479,6 +490,7 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
         for key, val in dict(lower=lower, upper=upper, epsilon=epsilon, n=n).items():
             if val is None:
                 raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _check_summary_scalars(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_finite("mu", mu)
         check_positive("sigma", sigma)
@@ -583,6 +595,7 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
         for key, val in dict(upper=upper, epsilon=epsilon, n=n).items():
             if val is None:
                 raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _check_summary_scalars(lam=lam, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_positive("lam", lam)
         check_positive("upper", upper)
