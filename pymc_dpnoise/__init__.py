@@ -39,20 +39,29 @@ from importlib.metadata import PackageNotFoundError, version
 _DISTRIBUTIONS = (
     "KRRLikelihood",
     "LaplaceNoisyBinomial",
+    "LaplaceNoisyMultinomial",
     "LaplaceNoisyPoisson",
+    "LaplaceNoisyTruncatedExponential",
+    "LaplaceNoisyTruncatedPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",
     "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
+    "PerturbedLinRegSummary",
     "PerturbedLogReg",
     "SSNormalApprox",
     "SUELikelihood",
     "UnaryEncodingLikelihood",
 )
 
-_OTHER = {"BayesNet": ".bayesnet", "summarize": ".summaries"}
+_OTHER = {
+    "BayesNet": ".bayesnet",
+    "summarize": ".summaries",
+    "compute_log_likelihood": ".pointwise",
+    "loo": ".pointwise",
+}
 
 
 def __getattr__(name):

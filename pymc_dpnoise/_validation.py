@@ -43,27 +43,26 @@ def check_required(**params) -> None:
             raise TypeError(f"`{name}` is None; it is required (a number, array or tensor)")
 
 
-def check_finite(name: str, value) -> None:
-    """Raise naming ``name`` if ``value`` is None, non-numeric or (when known) not finite."""
+def check_finite(name: str, value) -> np.ndarray | None:
+    """Raise naming ``name`` if ``value`` is None, non-numeric or (when known) not finite.
+
+    Returns the known value as a float array (None for a symbolic one)."""
     check_required(**{name: value})
     v = constant_value(value, name)
     if v is None:
-        return
+        return None
     bad = ~np.isfinite(v)
     if np.any(bad):
         idx = np.argwhere(bad)[:5].tolist() if v.ndim else []
         where = f" at index {idx}" if idx else ""
         raise ValueError(f"`{name}` must be finite; got {v[bad].ravel()[:5]}{where}")
+    return v
 
 
 def check_positive(name: str, value) -> None:
     """Raise ``ValueError`` naming ``name`` if a known value is not finite and > 0."""
-    check_required(**{name: value})
-    v = constant_value(value, name)
-    if v is None:
-        return
-    check_finite(name, v)
-    if np.any(v <= 0):
+    v = check_finite(name, value)
+    if v is not None and np.any(v <= 0):
         raise ValueError(f"`{name}` must be > 0; got {v[v <= 0].ravel()[:5]}")
 
 

@@ -35,9 +35,12 @@ Engines (:func:`summarize` dispatches on the type of ``data``):
 * any dataframe Narwhals knows (pandas, Polars eager or lazy, PyArrow, Dask, PySpark, ...),
   with the group-by executed by the backend itself (lazily where the backend is lazy).
 
-The binning is a small object (:class:`ClippedBinning`) with one method per engine, so other
-report types (histogram reports, regression scatter matrices) can plug into the same
-:func:`aggregate` dispatcher with their own binning object.
+The same engines build the summaries of the other models: :func:`summarize_histogram`
+(distinct OUE / SUE / unary-encoding bit patterns or k-RR ids and their counts, for the
+frequency likelihoods' ``counts=``) and :func:`summarize_regression` (N, column sums and the
+scatter matrix, for :class:`~pymc_dpnoise.PerturbedLinRegSummary`).  ``pymc-dpnoise fit``
+summarises clipped reports from :data:`SUMMARY_THRESHOLD` reports on
+(:func:`summarize_if_large`).
 """
 
 from __future__ import annotations
@@ -51,11 +54,17 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
+    "SUMMARY_THRESHOLD",
     "ClippedBinning",
     "ClippedSummary",
+    "HistogramSummary",
+    "ScatterSummary",
     "aggregate",
     "choose_n_bins",
     "summarize",
+    "summarize_histogram",
+    "summarize_if_large",
+    "summarize_regression",
 ]
 
 _CHUNK = 1 << 20
@@ -292,9 +301,17 @@ def _file_source(path: Path) -> str:
 
 
 def _narwhals_table(binning, data, column):
+    import warnings
+
     import narwhals as nw
 
-    frame = nw.from_native(data)
+    with warnings.catch_warnings():
+        # Narwhals 2.2x announces that Dask support moves to a separate `narwhals-dask`
+        # package; that package is not released yet, and the built-in support works.
+        warnings.filterwarnings(
+            "ignore", message="Dask support is moving out of Narwhals", category=FutureWarning
+        )
+        frame = nw.from_native(data)
     if column is None:
         names = frame.collect_schema().names()
         if len(names) != 1:
@@ -536,3 +553,344 @@ def summarize(
     binning = ClippedBinning(lower, upper, n_bins)
     table = aggregate(data, binning, column=column, con=con)
     return ClippedSummary(table, lower, upper, epsilon, tol=used_tol, design_bound=design)
+
+
+#: From this many reports on, ``pymc-dpnoise fit clipped-*`` fits the binned summary (the
+#: docs' summaries page says why 10^5): below it the exact per-report likelihood is cheap
+#: enough (about 12 ms per gradient at ε = 1) and stays the default.
+SUMMARY_THRESHOLD = 100_000
+
+
+def summarize_if_large(
+    data, lower, upper, epsilon, *, model="normal", column=None, threshold=SUMMARY_THRESHOLD,
+    tol=0.01,
+):  # fmt: skip
+    """:func:`summarize` ``data`` if it holds at least ``threshold`` reports, else None.
+
+    The count is a ``count(*)`` on files and DuckDB relations (Parquet: read from the
+    metadata), so below the threshold nothing but the count has been computed and the caller
+    reads the reports for the exact likelihood.
+
+    Returns
+    -------
+    (ClippedSummary or None, int)
+        The summary (None below the threshold) and the number of reports.
+    """
+    n = _count(data, column)
+    if n < threshold:
+        return None, n
+    return summarize(data, lower, upper, epsilon, tol=tol, model=model, column=column), n
+
+
+# --------------------------------------------------------------------------------------------
+# The same single group-by pass for histogram reports and regression scatter matrices
+# --------------------------------------------------------------------------------------------
+
+
+def _engine(data) -> str:
+    """Which engine :func:`aggregate`-style functions use: file, duckdb, numpy or narwhals."""
+    if _is_path(data):
+        return "file"
+    mod = type(data).__module__.split(".")[0]
+    if mod == "duckdb":
+        return "duckdb"
+    if mod in ("numpy", "builtins") or isinstance(data, np.ndarray):
+        return "numpy"
+    if mod == "pytensor":
+        raise TypeError("data: give concrete reports (NumPy, dataframe or file), not a tensor")
+    return "narwhals"
+
+
+def _quote(name: str) -> str:
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _frame_columns(data, columns):
+    """Narwhals frame and its report columns (all columns unless ``columns`` names them)."""
+    import warnings
+
+    import narwhals as nw
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Dask support is moving out of Narwhals", category=FutureWarning
+        )
+        frame = nw.from_native(data)
+    names = list(columns) if columns is not None else frame.collect_schema().names()
+    return frame, names
+
+
+def _run_sql(data, engine, columns, build, con=None):
+    """Run ``build(source, columns)`` (a SQL query) on a file or a DuckDB relation."""
+    import duckdb
+
+    if engine == "file":
+        if columns is None:
+            src = _file_source(Path(data))
+            columns = [d[0] for d in duckdb.sql(f"SELECT * FROM {src} LIMIT 0").description]
+        return (
+            (con or duckdb.connect())
+            .execute(build(_file_source(Path(data)), list(columns)))
+            .fetchnumpy()
+        )
+    columns = list(columns) if columns is not None else list(data.columns)
+    return data.query("__pmd_reports", build("__pmd_reports", columns)).fetchnumpy()
+
+
+def _filled(a):
+    return np.ma.filled(np.ma.asarray(a, dtype=np.float64), np.nan)
+
+
+@dataclasses.dataclass(frozen=True)
+class HistogramSummary:
+    """Distinct reports and how often each occurs (frequency-oracle reports).
+
+    ``patterns`` are the distinct bit vectors ``(M, k)`` of OUE / SUE / unary-encoding
+    reports, or the distinct item ids ``(M,)`` of k-RR reports, in lexicographic order;
+    ``counts`` (``int64``) says how many reports equal each.  Pass
+    ``observed=s.patterns, counts=s.counts`` (``**s.observed_kwargs``) to
+    :class:`~pymc_dpnoise.OUELikelihood`, :class:`~pymc_dpnoise.SUELikelihood`,
+    :class:`~pymc_dpnoise.UnaryEncodingLikelihood` or :class:`~pymc_dpnoise.KRRLikelihood`:
+    the log likelihood is the one of the N reports, the cost is per distinct pattern.
+    """
+
+    patterns: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def n_total(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def observed_kwargs(self) -> dict:
+        return dict(observed=self.patterns, counts=self.counts)
+
+
+def _canonical_histogram(keys, counts, bits) -> HistogramSummary:
+    """Validate grouped keys (NaN marks NULL/NaN reports), merge duplicates, sort."""
+    keys = np.asarray(keys, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.int64)
+    keys2 = keys.reshape(len(counts), -1)
+    bad = ~np.isfinite(keys2).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"data: reports must be finite; found {int(counts[bad].sum())} NULL/NaN/inf report(s)"
+        )
+    if bits:
+        off = ~np.isin(keys2, (0.0, 1.0)).all(axis=1)
+        if off.any():
+            raise ValueError(
+                f"data: bit-vector reports must be 0/1; found {int(counts[off].sum())} report(s) "
+                f"with other values, e.g. {keys2[off][0].tolist()}"
+            )
+    else:
+        off = (keys2 < 0) | (keys2 != np.floor(keys2))
+        if off.any():
+            raise ValueError(
+                f"data: k-RR reports must be integer item ids >= 0; found "
+                f"{int(counts[off.ravel()].sum())} report(s) like {keys2[off][0]}"
+            )
+    ints = keys2.astype(np.int64)
+    uniq, inverse = np.unique(ints, axis=0, return_inverse=True)
+    merged = np.bincount(inverse.ravel(), weights=counts, minlength=len(uniq)).astype(np.int64)
+    patterns = uniq.astype(np.int8) if bits else uniq[:, 0]
+    return HistogramSummary(patterns, merged)
+
+
+def summarize_histogram(data, *, columns=None, con=None) -> HistogramSummary:
+    """Group identical frequency-oracle reports in one pass (any engine).
+
+    Parameters
+    ----------
+    data : array_like, str or PathLike, DuckDB relation, or a dataframe
+        Bit-vector reports (OUE / SUE / unary encoding): an ``(N, k)`` 0/1 array, or a file /
+        dataframe with one column per bit.  k-RR reports: an ``(N,)`` array of item ids, or a
+        file / dataframe with one column.  Files (``.parquet``, ``.csv``) are streamed by
+        DuckDB; dataframes (pandas, Polars, PyArrow, Dask, ...) are grouped by their own
+        engine through Narwhals; arrays in chunks of ``2**20`` reports.
+    columns : sequence of str, optional
+        The report columns of a file or dataframe (default: all of them).  One column means
+        k-RR item ids, several mean bits.
+    con : duckdb connection, optional
+
+    Returns
+    -------
+    HistogramSummary
+        Distinct patterns in lexicographic order and their counts: the same from every
+        engine.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_dpnoise as pmd
+    >>> from pymc_dpnoise.summaries import summarize_histogram
+    >>> rng = np.random.default_rng(0)
+    >>> reports = pmd.mechanisms.oue_perturb(rng.choice(3, 5000), 3, 1.0, rng)
+    >>> s = summarize_histogram(reports)
+    >>> s.patterns.shape[1], s.n_total
+    (3, 5000)
+    """
+    engine = _engine(data)
+    if engine == "numpy":
+        z = np.asarray(data)
+        if z.ndim not in (1, 2) or z.size == 0:
+            raise ValueError(f"data: expected (N,) item ids or (N, k) bits, got shape {z.shape}")
+        bits = z.ndim == 2
+        z2 = z.reshape(len(z), -1)
+        keys, counts = [], []
+        for start in range(0, len(z2), _CHUNK):
+            chunk = np.asarray(z2[start : start + _CHUNK], dtype=np.float64)
+            chunk = np.where(np.isfinite(chunk), chunk, np.nan)
+            u, c = np.unique(chunk, axis=0, return_counts=True)
+            keys.append(u)
+            counts.append(c)
+        return _canonical_histogram(np.concatenate(keys), np.concatenate(counts), bits)
+    if engine in ("file", "duckdb"):
+
+        def build(src, cols):
+            keys = [
+                f"CASE WHEN isfinite(CAST({_quote(c)} AS DOUBLE)) "
+                f"THEN CAST({_quote(c)} AS DOUBLE) END AS k{i}"
+                for i, c in enumerate(cols)
+            ]
+            names = ", ".join(f"k{i}" for i in range(len(cols)))
+            return (
+                f"SELECT {names}, count(*) AS n FROM (SELECT {', '.join(keys)} FROM {src}) "
+                f"GROUP BY {names}"
+            )
+
+        res = _run_sql(data, engine, columns, build, con)
+        kcols = [c for c in res if c != "n"]
+        keys = np.column_stack([_filled(res[c]) for c in kcols])
+        return _canonical_histogram(keys, res["n"], len(kcols) > 1)
+    import narwhals as nw
+
+    frame, names = _frame_columns(data, columns)
+    # never group on NULL/NaN (backends treat them differently): a 0 key plus a flag column
+    exprs, valid = [], None
+    for i, c in enumerate(names):
+        z = nw.col(c).cast(nw.Float64)
+        ok = nw.when(z.is_null()).then(False).otherwise(~z.is_nan() & (z.abs() != float("inf")))
+        exprs.append(nw.when(ok).then(z).otherwise(0.0).alias(f"k{i}"))
+        valid = ok if valid is None else (valid & ok)
+    exprs.append(nw.when(valid).then(nw.lit(1)).otherwise(nw.lit(0)).cast(nw.Int64).alias("ok"))
+    keys = [f"k{i}" for i in range(len(names))]
+    grouped = frame.select(*exprs).group_by([*keys, "ok"]).agg(nw.len().alias("n"))
+    if isinstance(grouped, nw.LazyFrame):
+        grouped = grouped.collect()
+    kv = np.column_stack([grouped[k].to_numpy().astype(np.float64) for k in keys])
+    kv[grouped["ok"].to_numpy() == 0] = np.nan
+    return _canonical_histogram(kv, grouped["n"].to_numpy(), len(keys) > 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScatterSummary:
+    r"""Count, column sums and scatter matrix :math:`W^T W` of N report rows.
+
+    For perturbed-input linear regression the rows are ``[z_x, z_y]`` and the scatter matrix
+    holds :math:`Z_x^T Z_x`, :math:`Z_x^T z_y` and :math:`z_y^T z_y`
+    (:attr:`xtx`, :attr:`xty`, :attr:`yty`): the log likelihood of the N reports is
+    :math:`-\tfrac12\bigl(N \log|2\pi C| + \mathrm{tr}(C^{-1} W^T W)\bigr)`
+    (:mod:`pymc_dpnoise.math.regression`).
+    """
+
+    n: int
+    scatter: np.ndarray
+    sums: np.ndarray
+
+    @property
+    def xtx(self) -> np.ndarray:
+        return self.scatter[:-1, :-1]
+
+    @property
+    def xty(self) -> np.ndarray:
+        return self.scatter[:-1, -1]
+
+    @property
+    def yty(self) -> float:
+        return float(self.scatter[-1, -1])
+
+
+def _scatter_from_pairs(m, n, nbad, pair_sums, sums) -> ScatterSummary:
+    if nbad:
+        raise ValueError(f"data: reports must be finite; found {int(nbad)} NULL/NaN/inf row(s)")
+    s = np.empty((m, m))
+    for (i, j), v in pair_sums.items():
+        s[i, j] = s[j, i] = v
+    return ScatterSummary(int(n), s, np.asarray(sums, dtype=np.float64))
+
+
+def summarize_regression(data, *, columns=None, con=None) -> ScatterSummary:
+    """Count, column sums and scatter matrix of report rows in one pass (any engine).
+
+    Parameters
+    ----------
+    data : array_like, str or PathLike, DuckDB relation, or a dataframe
+        ``(N, m)`` rows (for :class:`~pymc_dpnoise.PerturbedLinReg`: ``[z_x, z_y]``, the
+        response last), a ``.parquet``/``.csv`` file (DuckDB), or any dataframe (Narwhals).
+    columns : sequence of str, optional
+        The report columns in order (default: all columns).
+    con : duckdb connection, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_dpnoise.summaries import summarize_regression
+    >>> w = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> s = summarize_regression(w)
+    >>> s.n, s.scatter.tolist(), s.yty
+    (2, [[10.0, 14.0], [14.0, 20.0]], 20.0)
+    """
+    engine = _engine(data)
+    if engine == "numpy":
+        w = np.asarray(data, dtype=np.float64)
+        if w.ndim != 2 or w.shape[1] < 1:
+            raise ValueError(f"data: expected (N, m) report rows, got shape {w.shape}")
+        m = w.shape[1]
+        s, sums, nbad = np.zeros((m, m)), np.zeros(m), 0
+        for start in range(0, len(w), _CHUNK):
+            chunk = w[start : start + _CHUNK]
+            nbad += int((~np.isfinite(chunk).all(axis=1)).sum())
+            s += chunk.T @ chunk
+            sums += chunk.sum(axis=0)
+        if nbad:
+            raise ValueError(f"data: reports must be finite; found {nbad} NULL/NaN/inf row(s)")
+        return ScatterSummary(len(w), s, sums)
+    if engine in ("file", "duckdb"):
+        holder = {}
+
+        def build(src, cols):
+            holder["m"] = m = len(cols)
+            c = [f"CAST({_quote(x)} AS DOUBLE)" for x in cols]
+            bad = " OR ".join(f"({v} IS NULL OR NOT isfinite({v}))" for v in c)
+            parts = [f"count(*) AS n, sum(CAST(({bad}) AS BIGINT)) AS nbad"]
+            parts += [f"sum({c[i]}) AS s{i}" for i in range(m)]
+            parts += [f"sum({c[i]} * {c[j]}) AS p{i}_{j}" for i in range(m) for j in range(i, m)]
+            return f"SELECT {', '.join(parts)} FROM {src}"
+
+        res = _run_sql(data, engine, columns, build, con)
+        m = holder["m"]
+        one = {k: _filled(v)[0] for k, v in res.items()}
+        pairs = {(i, j): one[f"p{i}_{j}"] for i in range(m) for j in range(i, m)}
+        return _scatter_from_pairs(
+            m, one["n"], one["nbad"], pairs, [one[f"s{i}"] for i in range(m)]
+        )
+    import narwhals as nw
+
+    frame, names = _frame_columns(data, columns)
+    m = len(names)
+    c = [nw.col(x).cast(nw.Float64) for x in names]
+    bad = None
+    for v in c:
+        b = v.is_null() | v.is_nan() | (v.abs() == float("inf"))
+        bad = b if bad is None else (bad | b)
+    bad = nw.when(bad).then(nw.lit(1)).otherwise(nw.lit(0)).cast(nw.Int64)
+    aggs = [nw.len().alias("n"), bad.sum().alias("nbad")]
+    aggs += [c[i].sum().alias(f"s{i}") for i in range(m)]
+    aggs += [(c[i] * c[j]).sum().alias(f"p{i}_{j}") for i in range(m) for j in range(i, m)]
+    out = frame.select(*aggs)
+    if isinstance(out, nw.LazyFrame):
+        out = out.collect()
+    one = {k: float(out[k].to_numpy()[0]) for k in out.columns}
+    pairs = {(i, j): one[f"p{i}_{j}"] for i in range(m) for j in range(i, m)}
+    return _scatter_from_pairs(m, one["n"], one["nbad"], pairs, [one[f"s{i}"] for i in range(m)])

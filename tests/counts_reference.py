@@ -129,3 +129,41 @@ def brute_poisson_logp(y, mu, b):
     lo, hi = lo, hi_w
     s = np.arange(lo, hi + 1)
     return float(_logsumexp(g(s)) - np.log(2 * b))
+
+
+def _log_laplace_cdf(u, b):
+    """log P(Laplace(0, b) <= u) in longdouble, overflow-free on both sides."""
+    u = np.asarray(u, dtype=LD)
+    neg = np.minimum(u, LD(0))
+    pos = np.maximum(u, LD(0))
+    return np.where(u < 0, neg / b - np.log(LD(2)), np.log1p(-np.exp(-pos / b) / 2))
+
+
+def _brute_log_cdfs(logpmf, y, b, lo, hi, windowed):
+    """(log F(y), log(1 - F(y))) = log sum_s P(s) F_Lap(+-(y - s)), summed over every s
+    (or over the window of a log-concave summand: log F_Lap is concave too)."""
+    y, b = LD(y), LD(b)
+    out = []
+    for sign in (1, -1):
+
+        def g(s, sign=sign):
+            return logpmf(s) + _log_laplace_cdf(sign * (y - np.asarray(s, dtype=LD)), b)
+
+        a, c = _window(g, lo, hi) if windowed else (lo, hi)
+        out.append(float(_logsumexp(g(np.arange(a, c + 1)))))
+    return tuple(out)
+
+
+def brute_binomial_log_cdfs(y, n, p, b, clamp=False):
+    """(log F(y), log(1 - F(y))) for y = s + Lap(0, b), s ~ Bin(n, p); clamp: z = clip(y, 0, n)."""
+    n = int(n)
+    if clamp and y < 0:
+        return -np.inf, 0.0
+    if clamp and y >= n:
+        return 0.0, -np.inf
+    return _brute_log_cdfs(lambda s: binom_logpmf(s, n, p), y, b, 0, n, windowed=n > 200_000)
+
+
+def brute_poisson_log_cdfs(y, mu, b):
+    hi = int(max(float(y), mu) + 60 * max(float(b), 1.0) + 60 * math.sqrt(mu) + 200)
+    return _brute_log_cdfs(lambda s: poisson_logpmf(s, mu), y, b, 0, hi, windowed=True)

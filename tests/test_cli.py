@@ -114,7 +114,16 @@ def test_every_model_has_an_entry_and_a_test_case():
     # The *Summary siblings of the clipped models observe a summary of the reports, not a file
     # of reports: `fit` reads reports (compressing them through `summarize` is not wired yet).
     per_report = {d for d in pymc_dpnoise._DISTRIBUTIONS if not d.endswith("Summary")}
-    assert {spec.distribution for spec in MODELS.values()} == per_report
+    # the exponential-family sums that landed last have no `fit` command yet (listed in the
+    # README's CLI section); this set can only shrink: the test fails once one gets its entry
+    pending = {
+        "LaplaceNoisyMultinomial",
+        "LaplaceNoisyTruncatedExponential",
+        "LaplaceNoisyTruncatedPoisson",
+    }
+    covered = {spec.distribution for spec in MODELS.values()}
+    assert not pending & covered, "a pending model has its command: drop it from `pending`"
+    assert covered == per_report - pending
 
 
 # --------------------------------------------------------------------------------------------

@@ -189,6 +189,7 @@ AGGREGATE_RELEASES = {
     "release_binomial_count": lambda: dict(x=np.array([0, 1, 1])),
     "release_poisson_count": lambda: dict(x=np.array([0, 2, 5]), upper=5.0),
     "release_multinomial_counts": lambda: dict(labels=np.array([0, 2, 1]), k=3),
+    "release_truncated_sum": lambda: dict(x=np.array([0.5, 2.0, 9.0]), lower=0.0, upper=8.0),
     "laplace_posterior_updates": lambda: dict(data=np.eye(3, dtype=int), parents=_NB),
     "fourier_posterior_updates": lambda: dict(data=np.eye(3, dtype=int), parents=_NB, t=1.0),
     "posterior_sample": lambda: dict(data=np.eye(3, dtype=int), parents=_NB),
@@ -207,7 +208,7 @@ AGGREGATE_RELEASES = {
 # Public functions that release nothing (clipping, calibration, estimators, sensitivities,
 # release records and privacy bookkeeping).
 NOT_RELEASES = {
-    "Budget", "CountRelease", "LinRegModel", "Release", "fourier_closure",
+    "Budget", "CountRelease", "LinRegModel", "Release", "TruncatedSumRelease", "fourier_closure",
     "linreg_sampling_epsilon", "posterior_sampling_epsilon", "total_spent",
     "PerturbedRelease", "SSRelease", "analytic_gaussian_sigma", "as_matrix",
     "classical_gaussian_sigma", "clip", "clip_normalize", "clip_response", "clip_rows",

@@ -278,6 +278,37 @@ def test_alg2_nonnegativity_probability_corollary_3(parents, t, shift):
     assert p >= bound - 3 * math.sqrt(bound * (1 - bound) / runs)
 
 
+@pytest.mark.parametrize("shift", ["paper", "union"])
+def test_alg2_nonnegativity_probability_exact_single_node(shift):
+    """One node, records (0, 0, 1): the tables are ((c0 + c1) / 2, (c0 - c1) / 2) with
+    c0 = 3 + W0 + shift, c1 = 1 + W1, W ~ Laplace(B) iid, so P(non-negative) =
+    P(|1 + W1| <= 3 + shift + W0), an integral over W0; the mechanism's rate matches it within
+    Monte Carlo error (Thm. 3's bound is only a lower bound on it)."""
+    from scipy import integrate
+
+    x = np.array([[0], [0], [1]])
+    t, runs = 0.3, 4000
+    first = m.fourier_posterior_updates(x, {0: ()}, 1.0, rng(40), t=t, shift=shift)
+    b, s0 = first.metadata["scale"], first.metadata["shift"]
+    lap = stats.laplace(scale=b)
+
+    def inner(w0):
+        r = 3 + s0 + w0
+        return lap.pdf(w0) * max(0.0, lap.cdf(r - 1) - lap.cdf(-r - 1))
+
+    exact = sum(
+        integrate.quad(inner, lo, hi, limit=200)[0] for lo, hi in ((-3 - s0, 0), (0, np.inf))
+    )
+    g = rng(41)
+    ok = [
+        m.fourier_posterior_updates(x, {0: ()}, 1.0, g, t=t, shift=shift).metadata["nonnegative"]
+        for _ in range(runs)
+    ]
+    se = math.sqrt(exact * (1 - exact) / runs)
+    assert abs(np.mean(ok) - exact) < 4 * se, (np.mean(ok), exact, se)
+    assert exact >= 1 - math.exp(-t)
+
+
 @pytest.mark.slow
 def test_corollary_3_fails_for_small_t_with_many_nodes():
     """The paper's shift is not enough for small t (documented in the docstring).
@@ -553,107 +584,16 @@ def test_total_spent_composes():
 
 
 # ------------------------------------------------------------------ empirical privacy checks
-def atom_bin(rel):
-    """Alg. 1 output with n = 1: each released count in {0}, (0, 1), {1}."""
-    return tuple(
-        int(np.sign(v - 0.5) + 1) if v in (0.0, 1.0) else 1
-        for i in sorted(rel.values)
-        for v in rel.values[i].ravel()
-    )
+# the neighbours, bins and claimed epsilons are the experiment's (also in the notebook)
+from pymc_dpnoise.experiments.posterior_release import _atom_bin as atom_bin  # noqa: E402
+from pymc_dpnoise.experiments.posterior_release import privacy_cases  # noqa: E402
 
 
 def alg1_mech(eps, parents=CHAIN):
     return lambda d, g: m.laplace_posterior_updates(d, parents, eps, g)
 
 
-def changed_atoms(rel):
-    """Alg. 1, one record flipped from all-0 to all-1 (n = 1): only the cells that move, as
-    -1 (atom at 0), 0 (interior), +1 (atom at 1)."""
-    cells = [(0, 0, 0), (0, 0, 1)]
-    net = rel.metadata["structure"]
-    for i in range(1, net.n_nodes):
-        cells += [(i, 0, 0), (i, net.n_configs[i] - 1, 1)]
-    out = []
-    for i, j, v in cells:
-        z = rel.values[i][j, v]
-        out.append(-1 if z == 0.0 else (1 if z == 1.0 else 0))
-    return tuple(out)
-
-
-def coef_bin(rel, thresholds=(-6.0, 6.0)):
-    c = rel.metadata["coefficients"][1:]  # the empty set's never moves
-    return tuple(np.digitize(c, thresholds).tolist())
-
-
-def theta_bin(rel, edges):
-    return int(np.digitize(rel.values[0][0, 1], edges))
-
-
-def privacy_cases(scale):
-    """(name, mechanism, D, D', statistic, claimed epsilon) for every mechanism."""
-    eps = 1.0
-    lin = m.LinRegModel(sigma=1.0)
-    w_lin = None
-    X1 = np.array([[1.0]])
-    cands = [{0: np.array([[p, 1 - p]])} for p in (0.15, 0.35, 0.5, 0.65, 0.85)]
-    wtrim = 1 / (1 + math.exp(eps / 2))
-    edges = np.linspace(wtrim, 1 - wtrim, 9)[1:-1]
-    del w_lin
-    return [
-        # n = 1, the record flips every node: the clamp atoms make the bound tight
-        ("alg1", alg1_mech(eps, {0: ()}), np.array([[0]]), np.array([[1]]), atom_bin, eps),
-        (
-            "alg1_chain",
-            alg1_mech(eps),
-            np.array([[0, 0, 0]]),
-            np.array([[1, 1, 1]]),
-            changed_atoms,
-            eps,
-        ),
-        (
-            "alg2",
-            lambda d, g: m.fourier_posterior_updates(d, {0: ()}, eps, g, t=1.0),
-            np.array([[0]] * 3),
-            np.array([[0]] * 2 + [[1]]),
-            coef_bin,
-            eps,
-        ),
-        (
-            "alg2_until_nonnegative",
-            lambda d, g: m.fourier_posterior_updates(d, {0: ()}, eps, g, t=0.05, max_tries=None),
-            np.array([[0]] * 3),
-            np.array([[0]] * 2 + [[1]]),
-            coef_bin,
-            2 * eps,
-        ),
-        (
-            "posterior_sample",
-            lambda d, g: m.posterior_sample(d, {0: ()}, eps, g),
-            np.array([[1]] * 4),
-            np.array([[1]] * 3 + [[0]]),
-            lambda r: theta_bin(r, edges),
-            eps,
-        ),
-        (
-            "posterior_sample_linreg",
-            lambda d, g: m.posterior_sample_linreg(d, lin, eps, g),
-            (np.vstack([X1, X1]), np.array([1.0, 1.0])),
-            (np.vstack([X1, X1]), np.array([1.0, -1.0])),
-            lambda r: int(np.digitize(r.values[0], np.linspace(-0.25, 0.25, 7))),
-            eps,
-        ),
-        (
-            "exponential_map",
-            lambda d, g: m.exponential_map(d, {0: ()}, eps, g, candidates=cands),
-            np.array([[1]] * 3),
-            np.array([[1]] * 2 + [[0]]),
-            lambda r: r.metadata["index"],
-            eps,
-        ),
-    ]
-
-
-CASES = privacy_cases(1)
+CASES = privacy_cases(1.0)
 SMALL = [c for c in CASES if c[0] != "alg1_chain"]  # its extreme bin has probability 1/64
 
 

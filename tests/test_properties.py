@@ -63,13 +63,18 @@ invalid = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -1.0, 1e300, -1e300])
 junk = st.sampled_from([None, "1.0", "abc", np.array(["a"]), np.array([1.0, None], dtype=object)])
 
 
+def _float32(v):
+    with np.errstate(over="ignore"):  # 1e300 -> inf on purpose: an absurd value to refuse
+        return np.float32(v)
+
+
 def wrap(value, how):
     """The same number as a Python float, int-like, float32, 0-d array, object array, pandas."""
     if not isinstance(value, float | int):  # junk (None, strings, object arrays) as is
         return value
     return {
         "float": lambda v: float(v),
-        "f32": lambda v: np.float32(v),
+        "f32": _float32,
         "array": lambda v: np.asarray(v, dtype=float),
         "object": lambda v: np.asarray([v], dtype=object),
         "pandas": lambda v: pd.Series([v]),

@@ -437,3 +437,225 @@ def test_sbc_compressed_small(problem_cls):
     )
     table = res.coverage()
     assert table["inside"].all(), table
+
+
+# ---- one aggregation path for histogram reports and regression scatter matrices -----------
+
+
+def _frames(tmp_path, columns: dict, tag):
+    """The same columns as Parquet, CSV, DuckDB relation, Polars, pandas, PyArrow and Dask."""
+    import dask.dataframe as dd
+    import duckdb
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(columns)
+    pq.write_table(table, tmp_path / f"{tag}.parquet", row_group_size=1000)
+    pdf = pd.DataFrame(columns)
+    pdf.to_csv(tmp_path / f"{tag}.csv", index=False, float_format="%.17g")
+    return {
+        "parquet": tmp_path / f"{tag}.parquet",
+        "csv": str(tmp_path / f"{tag}.csv"),
+        "duckdb-relation": duckdb.read_parquet(str(tmp_path / f"{tag}.parquet")),
+        "polars": pl.DataFrame(columns),
+        "polars-lazy": pl.LazyFrame(columns),
+        "pandas": pdf,
+        "pyarrow": table,
+        "dask": dd.from_pandas(pdf, npartitions=5),
+    }
+
+
+def test_histogram_summary_engines_agree(tmp_path):
+    """OUE bit patterns and k-RR ids: identical patterns and counts from every engine."""
+    rng = np.random.default_rng(3)
+    items = rng.choice(5, size=7000, p=[0.4, 0.3, 0.15, 0.1, 0.05])
+    bits = pmd.mechanisms.oue_perturb(items, 5, 1.0, rng)
+    ids = pmd.mechanisms.krr_perturb(items, 5, 1.0, rng)
+    ref_bits = summaries.summarize_histogram(bits)
+    ref_ids = summaries.summarize_histogram(ids)
+    # independent reference: np.unique on the rows / ids
+    u, c = np.unique(bits, axis=0, return_counts=True)
+    np.testing.assert_array_equal(ref_bits.patterns, u)
+    np.testing.assert_array_equal(ref_bits.counts, c)
+    np.testing.assert_array_equal(ref_ids.counts, np.bincount(ids, minlength=5))
+    assert ref_bits.n_total == ref_ids.n_total == 7000
+    cols = {f"b{j}": bits[:, j].astype(np.int64) for j in range(5)}
+    for name, data in _frames(tmp_path, cols, "bits").items():
+        got = summaries.summarize_histogram(data)
+        np.testing.assert_array_equal(got.patterns, ref_bits.patterns, err_msg=name)
+        np.testing.assert_array_equal(got.counts, ref_bits.counts, err_msg=name)
+    for name, data in _frames(tmp_path, {"item": ids.astype(np.int64)}, "ids").items():
+        got = summaries.summarize_histogram(data)
+        np.testing.assert_array_equal(got.patterns, ref_ids.patterns, err_msg=name)
+        np.testing.assert_array_equal(got.counts, ref_ids.counts, err_msg=name)
+
+
+def test_histogram_summary_feeds_the_likelihoods():
+    """Compressed and per-report log likelihoods are the same (OUE, SUE, k-RR)."""
+    rng = np.random.default_rng(4)
+    items = rng.choice(4, size=3000)
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    for cls, perturb in (
+        (pmd.OUELikelihood, pmd.mechanisms.oue_perturb),
+        (pmd.SUELikelihood, pmd.mechanisms.sue_perturb),
+        (pmd.KRRLikelihood, pmd.mechanisms.krr_perturb),
+    ):
+        z = perturb(items, 4, 1.5, rng)
+        s = summaries.summarize_histogram(z)
+        full = pm.logp(cls.dist(p=p, epsilon=1.5), z).sum().eval()
+        comp = pm.logp(cls.dist(p=p, epsilon=1.5, counts=s.counts), s.patterns).sum().eval()
+        np.testing.assert_allclose(comp, full, rtol=1e-12)
+
+
+def test_histogram_summary_rejects_bad_reports(tmp_path):
+    import polars as pl
+
+    with pytest.raises(ValueError, match="0/1"):
+        summaries.summarize_histogram(np.array([[0, 1], [2, 0]]))
+    with pytest.raises(ValueError, match="finite"):
+        summaries.summarize_histogram(np.array([[0, 1], [np.nan, 0]]))
+    with pytest.raises(ValueError, match="integer item ids"):
+        summaries.summarize_histogram(np.array([0, 1, 1.5]))
+    with pytest.raises(ValueError, match="finite"):
+        summaries.summarize_histogram(pl.DataFrame({"a": [0.0, None], "b": [1.0, 0.0]}))
+    frames = _frames(tmp_path, {"a": [0.0, 1.0, np.nan], "b": [1.0, 0.0, 0.0]}, "nan")
+    for name in ("parquet", "polars"):
+        with pytest.raises(ValueError, match="finite"):
+            summaries.summarize_histogram(frames[name])
+
+
+def test_regression_summary_engines_agree(tmp_path):
+    """X'X, X'y, y'y from every engine: equal to 1e-12 relative; N and sums too."""
+    rng = np.random.default_rng(5)
+    n, d = 9000, 3
+    x = rng.normal(size=(n, d))
+    y = x @ np.array([1.0, -0.5, 2.0]) + rng.normal(0.0, 0.3, n)
+    w = np.column_stack([x + rng.normal(0, 0.5, x.shape), y + rng.normal(0, 0.5, n)])
+    ref = summaries.summarize_regression(w)
+    np.testing.assert_allclose(ref.scatter, w.T @ w, rtol=1e-12)
+    np.testing.assert_allclose(ref.xty, w[:, :d].T @ w[:, d], rtol=1e-12)
+    assert ref.n == n and ref.yty == pytest.approx(w[:, d] @ w[:, d], rel=1e-12)
+    cols = {f"c{j}": w[:, j] for j in range(d + 1)}
+    for name, data in _frames(tmp_path, cols, "reg").items():
+        got = summaries.summarize_regression(data)
+        assert got.n == n, name
+        scale = np.abs(ref.scatter).max()
+        np.testing.assert_allclose(got.scatter / scale, ref.scatter / scale, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=1e-12 * n)
+    with pytest.raises(ValueError, match="finite"):
+        summaries.summarize_regression(np.array([[1.0, np.inf]]))
+    frames = _frames(tmp_path, {"a": [0.0, 1.0, np.nan], "b": [1.0, 0.0, 0.0]}, "regnan")
+    for name in ("parquet", "pandas", "polars"):
+        with pytest.raises(ValueError, match="finite"):
+            summaries.summarize_regression(frames[name])
+
+
+def test_summaries_on_dask_local_cluster():
+    import dask.dataframe as dd
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    rng = np.random.default_rng(6)
+    bits = pmd.mechanisms.oue_perturb(rng.choice(3, 2000), 3, 1.0, rng)
+    w = rng.normal(size=(2000, 3))
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster,
+        Client(cluster),
+    ):
+        hb = summaries.summarize_histogram(dd.from_pandas(pd.DataFrame(bits), npartitions=4))
+        sw = summaries.summarize_regression(
+            dd.from_pandas(pd.DataFrame(w, columns=list("abc")), npartitions=4)
+        )
+    ref = summaries.summarize_histogram(bits)
+    np.testing.assert_array_equal(hb.patterns, ref.patterns)
+    np.testing.assert_array_equal(hb.counts, ref.counts)
+    np.testing.assert_allclose(sw.scatter, w.T @ w, rtol=1e-12)
+
+
+# ---- the CLI's fit reads large files through the summary ------------------------------------
+
+
+def test_cli_fit_uses_the_summary_above_the_threshold(tmp_path, capsys, monkeypatch):
+    """At >= SUMMARY_THRESHOLD reports `fit clipped-normal` summarises the file with DuckDB
+    (no --max-rows limit); the table equals the NumPy summary (CSV header row skipped)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pymc_dpnoise.cli import main
+
+    n = summaries.SUMMARY_THRESHOLD
+    z = _normal_reports(n, 1.0, 11)
+    pq.write_table(pa.table({"z": z}), tmp_path / "big.parquet")
+    fast = ["--sampler", "pymc", "--draws", "100", "--tune", "100", "--cores", "1", "--quiet"]
+    args = ["--lower", "-5", "--upper", "5", "--epsilon", "1", "--max-rows", "1000", *fast]
+    assert main(["fit", "clipped-normal", str(tmp_path / "big.parquet"), *args]) == 0
+    out = capsys.readouterr().out
+    assert "binned summary" in out and "LaplacePerturbedClippedNormalSummary" in out
+    post = out.split("Posterior summary")[1]
+    mu_line = next(line for line in post.splitlines() if line.startswith("mu"))
+    assert abs(float(mu_line.split()[1]) - 1.0) < 0.1  # mu = 1, posterior sd ~ 0.02
+
+    # below the threshold: exact per-report likelihood
+    small = tmp_path / "small.csv"
+    pd.DataFrame({"z": z[:300]}).to_csv(small, index=False, float_format="%.17g")
+    assert main(["fit", "clipped-normal", str(small), *args]) == 0
+    out = capsys.readouterr().out
+    assert "binned summary" not in out and "LaplacePerturbedClippedNormal(" in out
+
+    # the CSV path (header row, text cells): same table as NumPy
+    from pymc_dpnoise.cli import _fit
+    from pymc_dpnoise.cli._read import open_table
+
+    monkeypatch.setattr(summaries, "SUMMARY_THRESHOLD", 100)
+    spec = _fit.MODELS["clipped-exponential"]
+    ze = _exp_reports(500, 1.0, 12)
+    pd.DataFrame({"other": 1, "z": ze}).to_csv(small, index=False, float_format="%.17g")
+
+    class Args:
+        epsilon, epsilon_column, column, upper = 1.0, None, "z", 5.0
+
+    with open_table(str(small), header="auto", sep=None, max_rows=10) as t:
+        data = _fit._summary_data(spec, Args, t)
+    ref = pmd.summarize(ze, 0.0, 5.0, 1.0, model="exponential")
+    assert data["z"].n_bins == ref.n_bins and data["z"].n_total == 500
+    _assert_same_table(data["z"].table, ref.table)
+    # a non-numeric cell is an input error naming the file
+    pd.DataFrame({"z": [*map(str, ze[:200]), "oops"]}).to_csv(small, index=False)
+    Args.column = None
+    with open_table(str(small), header="auto", sep=None, max_rows=10) as t:
+        with pytest.raises(_fit.InputError, match="NULL/NaN/inf"):
+            _fit._summary_data(spec, Args, t)
+
+
+def test_linreg_summary_equals_per_report_likelihood_and_draws_are_wishart():
+    from pymc_dpnoise.distributions.regression import PerturbedLinReg, PerturbedLinRegSummary
+
+    rng = np.random.default_rng(8)
+    n, theta, cov = 4000, np.array([1.0, -0.5]), np.array([[1.0, 0.3], [0.3, 2.0]])
+    x = rng.multivariate_normal(np.zeros(2), cov, n)
+    y = x @ theta + rng.normal(0.0, 0.3, n)
+    w = np.column_stack([x + rng.normal(0, 0.5, x.shape), y + rng.normal(0, 0.4, n)])
+    s = summaries.summarize_regression(w)
+    for th in (theta, np.array([0.2, 0.7])):
+        kw = dict(theta=th, sigma=0.3, cov=cov, sigma_x=np.array([0.5, 0.6]), sigma_y=0.4)
+        full = pm.logp(PerturbedLinReg.dist(**kw), w).sum().eval()
+        comp = pm.logp(PerturbedLinRegSummary.dist(**kw, n=s.n), s.scatter).eval()
+        np.testing.assert_allclose(comp, full, rtol=1e-10)
+    with pm.Model() as model:
+        t = pm.Normal("theta", 0.0, 5.0, shape=2)
+        PerturbedLinRegSummary(
+            "z", theta=t, sigma=0.3, cov=cov, sigma_x=0.5, sigma_y=0.4, observed=s
+        )
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    # draws: Wishart(n, C) -> mean n C, Var(S_ii) = 2 n C_ii^2 (against the simulated reports)
+    kw = dict(theta=theta, sigma=0.3, cov=cov, sigma_x=0.5, sigma_y=0.4)
+    draws = pm.draw(PerturbedLinRegSummary.dist(**kw, n=50), draws=4000, random_seed=1)
+    c = pm.draw(PerturbedLinReg.dist(**kw), draws=200_000, random_seed=2)
+    c = c.T @ c / len(c)
+    np.testing.assert_allclose(draws.mean(0), 50 * c, atol=6 * np.sqrt(2 * 50 / 4000) * c.max())
+    np.testing.assert_allclose(draws[:, 2, 2].var(), 2 * 50 * c[2, 2] ** 2, rtol=0.1)
+    with pytest.raises(ValueError, match="n"):
+        PerturbedLinRegSummary.dist(**kw, n=0)

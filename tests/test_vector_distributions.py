@@ -17,7 +17,7 @@ from pytensor.compile.mode import Mode
 from scipy import stats
 
 CASES = []
-for _family in ("counts", "frequency", "regression", "sufficient"):
+for _family in ("counts", "expfam", "frequency", "regression", "sufficient"):
     _name = f"cases.{_family}"
     try:
         CASES += importlib.import_module(_name).CASES

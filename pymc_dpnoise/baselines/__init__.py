@@ -10,6 +10,10 @@
 * :func:`dp_sgld` — DP stochastic gradient Langevin dynamics for logistic and Poisson
   regression with an RDP accountant (the GLM paper's private baseline).
 * :func:`ldp_sgd` — LDP-SGD, the LDP paper's private regression baseline.
+* :func:`naive_posterior`, :func:`ops_binomial`, :func:`gibbs_binomial`,
+  :func:`gibbs_poisson` and :func:`gibbs_truncated_exponential` — Bernstein & Sheldon's
+  comparison methods for Laplace-noised sufficient statistics (naive conjugate update, one-
+  posterior sampling, and a corrected re-implementation of their Gibbs samplers).
 * :func:`least_squares` and :func:`logistic_mle` — the non-private reference fits.
 """
 
@@ -18,13 +22,25 @@ from .clipped import (
     naive_exponential,
     naive_normal,
 )
+from .expfam import (
+    conjugate_posterior,
+    gibbs_binomial,
+    gibbs_poisson,
+    gibbs_truncated_exponential,
+    naive_posterior,
+    ops_binomial,
+)
 from .frequency import naive_histogram, projected_estimate, rounded_counts
 from .nonprivate import least_squares, logistic_mle
 from .regression import ldp_sgd, ldp_sgd_group_size
 from .sufficient import dp_sgld
 
 __all__ = [
+    "conjugate_posterior",
     "dp_sgld",
+    "gibbs_binomial",
+    "gibbs_poisson",
+    "gibbs_truncated_exponential",
     "latent_clipped_normal_model",
     "ldp_sgd",
     "ldp_sgd_group_size",
@@ -33,6 +49,8 @@ __all__ = [
     "naive_exponential",
     "naive_histogram",
     "naive_normal",
+    "naive_posterior",
+    "ops_binomial",
     "projected_estimate",
     "rounded_counts",
 ]

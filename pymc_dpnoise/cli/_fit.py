@@ -155,6 +155,42 @@ def _writer(idata, params, fmt):
     return write
 
 
+def _summary_data(spec, args, t):
+    """Clipped families, one budget, at least ``summaries.SUMMARY_THRESHOLD`` reports: the
+    binned summary, computed by DuckDB streaming the file (nothing loaded, no ``--max-rows``
+    limit).  None otherwise: the reports are read for the exact likelihood."""
+    model = {"clipped-normal": "normal", "clipped-exponential": "exponential"}.get(spec.name)
+    if model is None or args.epsilon is None or getattr(args, "epsilon_column", None):
+        return None
+    from ..summaries import SUMMARY_THRESHOLD, summarize_if_large
+
+    idx = t.resolve(args.column) if args.column is not None else 0
+    col = '"' + t._sql_names[idx].replace('"', '""') + '"'
+    col = f"trim({col})" if t.format == "csv" else col
+    rel = t._con.sql(
+        f"SELECT TRY_CAST({col} AS DOUBLE) AS z FROM {t._from} OFFSET {int(t._offset)}",
+        params=t._params,
+    )
+    lower = args.lower if model == "normal" else 0.0
+    try:
+        s, n = summarize_if_large(
+            rel, lower, args.upper, args.epsilon, model=model, column="z",
+            threshold=SUMMARY_THRESHOLD,
+        )  # fmt: skip
+    except ValueError as exc:  # NULL / non-numeric / non-finite reports
+        raise InputError(f"{t.display}: {' '.join(str(exc).split())}") from None
+    if s is None:
+        return None
+    return dict(
+        z=s,
+        epsilon=args.epsilon,
+        epsilon_desc=f"epsilon={args.epsilon:g}",
+        read=f"Read {n} reports from {t.display} (column {t.label(idx)}) into a binned summary "
+        f"of {s.n_bins + 2} rows (error bound {s.design_bound:.2g} nats; the exact per-report "
+        f"likelihood is used below {SUMMARY_THRESHOLD} reports).",
+    )
+
+
 def run_fit(args, err, interrupt: Interrupt) -> int:
     spec = MODELS[args.model]
     spec.check(args)
@@ -167,7 +203,7 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
     )
     progress(f"Reading {'stdin' if args.reports == '-' else args.reports} ...")
     with open_table(args.reports, header=args.header, sep=args.sep, max_rows=args.max_rows) as t:
-        data = spec.data.read(t, args)
+        data = _summary_data(spec, args, t) or spec.data.read(t, args)
 
     import numpy as np
 

@@ -2,9 +2,9 @@
 
 An entry says which columns the command reads (a *data kind*: scalar reports, bit vectors,
 category ids, regression reports, released statistics), which options set the protocol and
-the priors, how the PyMC model is built and which parameters are summarised.  Adding a model
-is one entry in :data:`MODELS`; a new family that reads one numeric column per report (e.g. a
-noisy-count family) reuses :data:`SCALAR` and needs only its options and its ``build``.
+the priors (a table of :class:`Opt` rows), how the PyMC model is built and which parameters
+are summarised.  Adding a model is one entry in :data:`MODELS`; a new family that reads one
+numeric column per report reuses :data:`SCALAR` and needs only its options and its ``build``.
 
 Nothing here imports NumPy or PyMC at module level: the parser is built from these entries
 for ``--help``.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from ._args import InputError, column_list, finite_float, int_between, positive_float, probability
 
-__all__ = ["MODELS", "Built", "DataKind", "ModelSpec"]
+__all__ = ["MODELS", "Built", "DataKind", "ModelSpec", "OneOf", "Opt"]
 
 
 def _doc(*parts: str) -> str:
@@ -41,32 +41,66 @@ class Built:
     params: list  # variables summarised (and saved to CSV)
 
 
+class Opt:
+    """One command-line option: ``group.add_argument(flag, help=help, **kw)``."""
+
+    def __init__(self, flag: str, help: str, **kw):
+        self.flag, self.kw = flag, dict(kw, help=help)
+
+    def add(self, group):
+        group.add_argument(self.flag, **self.kw)
+
+
+class OneOf:
+    """Options of which at most one may be given (exactly one if ``required``)."""
+
+    def __init__(self, *opts: Opt, required: bool = True):
+        self.opts, self.required = opts, required
+
+    def add(self, group):
+        exclusive = group.add_mutually_exclusive_group(required=self.required)
+        for opt in self.opts:
+            opt.add(exclusive)
+
+
+def add_options(group, options) -> None:
+    """Add the :class:`Opt` / :class:`OneOf` rows ``options`` to an argparse group, in order."""
+    for opt in options:
+        opt.add(group)
+
+
 @dataclasses.dataclass(frozen=True)
 class DataKind:
-    """How a family of models reads its file: ``add_args(group)`` adds the column options,
+    """How a family of models reads its file: ``options`` are the column options,
     ``read(table, args) -> dict`` returns the arrays (and a ``"read"`` description line)."""
 
-    add_args: Callable
+    options: tuple
     read: Callable
+
+    def add_args(self, group):
+        add_options(group, self.options)
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """One ``pymc-dpnoise fit MODEL`` command."""
+    """One ``pymc-dpnoise fit MODEL`` command (a row of :data:`MODELS`)."""
 
     name: str  # the MODEL word on the command line
     distribution: str  # the pymc_dpnoise distribution it fits
+    data: DataKind
+    options: tuple  # protocol parameters and priors (Opt rows)
+    check: Callable  # (args) -> None: option checks before the file is read
+    build: Callable  # (args, data) -> Built
     summary: str  # one line for ``fit --help``
     description: str  # model and default priors for ``fit MODEL --help``
-    data: DataKind
-    add_model_args: Callable  # protocol parameters and priors
-    build: Callable  # (args, data) -> Built
-    check: Callable = lambda args: None  # option checks before the file is read
     metavar: str = "REPORTS"
     what: str = "file of privatised reports, one per row"
 
     def add_data_args(self, group):
         self.data.add_args(group)
+
+    def add_model_args(self, group):
+        add_options(group, self.options)
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,16 +145,29 @@ def _check_values(table, idx, values, kind, *, k=None):
         )
 
 
-def _add_epsilon_args(g, *, required=True):
-    eps = g.add_mutually_exclusive_group(required=required)
-    eps.add_argument(
-        "--epsilon", type=positive_float, metavar="E", help="privacy budget ε > 0 of every report"
-    )
-    eps.add_argument(
-        "--epsilon-column",
-        metavar="NAME_OR_INDEX",
-        help="column of per-report budgets ε > 0 (personalised privacy)",
-    )
+def _column(flag, help):
+    """An option naming one column (header name or 0-based index)."""
+    return Opt(flag, help, metavar="NAME_OR_INDEX", default=None)
+
+
+def _columns(flag, help):
+    """An option naming several columns, separated by commas."""
+    return Opt(flag, help, type=column_list, metavar="A,B,...", default=None)
+
+
+_EPSILON = Opt(
+    "--epsilon", "privacy budget ε > 0 of every report", type=positive_float, metavar="E"
+)
+#: --epsilon E or --epsilon-column NAME, exactly one
+_EPSILON_OR_COLUMN = OneOf(
+    _EPSILON,
+    _column("--epsilon-column", "column of per-report budgets ε > 0 (personalised privacy)"),
+)
+_COUNTS = _column(
+    "--counts-column",
+    "column of multiplicities: each row is a report pattern seen this many times "
+    "(default: every row is one report)",
+)
 
 
 def _read_epsilon(table, args, used):
@@ -159,17 +206,6 @@ def _reserved(table, args, *names):
 # --------------------------------------------------------------------------------------------
 
 
-def _scalar_args(g):
-    g.add_argument(
-        "--column",
-        metavar="NAME_OR_INDEX",
-        default=None,
-        help="column of reports: header name or 0-based index (default: the first column "
-        "that no other option uses)",
-    )
-    _add_epsilon_args(g)
-
-
 def _scalar_read(table, args):
     idx = _pick_column(table, args.column, _reserved(table, args, "epsilon_column"), "reports")
     (z,) = table.read([idx])
@@ -193,17 +229,17 @@ def _scalar_read(table, args):
 
 
 #: one numeric report per row (clipped Laplace families; noisy counts later)
-SCALAR = DataKind(_scalar_args, _scalar_read)
-
-
-def _counts_arg(g):
-    g.add_argument(
-        "--counts-column",
-        metavar="NAME_OR_INDEX",
-        default=None,
-        help="column of multiplicities: each row is a report pattern seen this many times "
-        "(default: every row is one report)",
-    )
+SCALAR = DataKind(
+    (
+        _column(
+            "--column",
+            "column of reports: header name or 0-based index (default: the first column "
+            "that no other option uses)",
+        ),
+        _EPSILON_OR_COLUMN,
+    ),
+    _scalar_read,
+)
 
 
 def _pick_column(table, spec, reserved, what):
@@ -257,24 +293,6 @@ def _read_counts(table, args, n):
     return c, idx
 
 
-def _bits_args(g):
-    g.add_argument(
-        "--columns",
-        type=column_list,
-        metavar="A,B,...",
-        default=None,
-        help="the k bit columns (0/1), names or 0-based indices separated by commas "
-        "(default: every column no other option uses)",
-    )
-    _counts_arg(g)
-    g.add_argument(
-        "--epsilon-column",
-        metavar="NAME_OR_INDEX",
-        default=None,
-        help="column of per-report budgets ε > 0 (instead of --epsilon; OUE and SUE only)",
-    )
-
-
 def _bits_read(table, args):
     import numpy as np
 
@@ -309,19 +327,21 @@ def _bits_read(table, args):
 
 
 #: unary-encoding reports: k 0/1 columns per row (optionally with a count per pattern)
-BITS = DataKind(_bits_args, _bits_read)
-
-
-def _category_args(g):
-    g.add_argument(
-        "--column",
-        metavar="NAME_OR_INDEX",
-        default=None,
-        help="column of reported category ids 0..k-1 (default: the first column no other "
-        "option uses)",
-    )
-    _counts_arg(g)
-    _add_epsilon_args(g)
+BITS = DataKind(
+    (
+        _columns(
+            "--columns",
+            "the k bit columns (0/1), names or 0-based indices separated by commas "
+            "(default: every column no other option uses)",
+        ),
+        _COUNTS,
+        _column(
+            "--epsilon-column",
+            "column of per-report budgets ε > 0 (instead of --epsilon; OUE and SUE only)",
+        ),
+    ),
+    _bits_read,
+)
 
 
 def _category_read(table, args):
@@ -345,24 +365,18 @@ def _category_read(table, args):
 
 
 #: k-ary randomized response: one category id per row
-CATEGORIES = DataKind(_category_args, _category_read)
-
-
-def _regression_args(g):
-    g.add_argument(
-        "--x-columns",
-        type=column_list,
-        metavar="A,B,...",
-        default=None,
-        help="the d noisy feature columns (default: every column except the response)",
-    )
-    g.add_argument(
-        "--y-column",
-        metavar="NAME_OR_INDEX",
-        default=None,
-        help="the noisy response (linear) or reported label 0/1 (logistic) (default: the "
-        "last column)",
-    )
+CATEGORIES = DataKind(
+    (
+        _column(
+            "--column",
+            "column of reported category ids 0..k-1 (default: the first column no other "
+            "option uses)",
+        ),
+        _COUNTS,
+        _EPSILON_OR_COLUMN,
+    ),
+    _category_read,
+)
 
 
 def _regression_read(table, args, *, labels):
@@ -397,25 +411,17 @@ def _regression_read(table, args, *, labels):
     )
 
 
-LINREG_DATA = DataKind(_regression_args, lambda t, a: _regression_read(t, a, labels=False))
-LOGREG_DATA = DataKind(_regression_args, lambda t, a: _regression_read(t, a, labels=True))
-
-
-def _statistics_args(g):
-    g.add_argument(
-        "--column",
-        metavar="NAME_OR_INDEX",
-        default=None,
-        help="column holding the m released statistics, one per row, in the layout of "
-        "pymc_dpnoise.mechanisms.sufficient_statistics (default: the first column)",
-    )
-    g.add_argument(
-        "--noise-var-column",
-        metavar="NAME_OR_INDEX",
-        default=None,
-        help="column of the total noise variance of each statistic (instead of --noise-sd "
-        "or --epsilon/--delta)",
-    )
+_REGRESSION_COLUMNS = (
+    _columns(
+        "--x-columns", "the d noisy feature columns (default: every column except the response)"
+    ),
+    _column(
+        "--y-column",
+        "the noisy response (linear) or reported label 0/1 (logistic) (default: the last column)",
+    ),
+)
+LINREG_DATA = DataKind(_REGRESSION_COLUMNS, lambda t, a: _regression_read(t, a, labels=False))
+LOGREG_DATA = DataKind(_REGRESSION_COLUMNS, lambda t, a: _regression_read(t, a, labels=True))
 
 
 def _statistics_read(table, args):
@@ -452,33 +458,60 @@ def _statistics_read(table, args):
     )
 
 
-STATISTICS = DataKind(_statistics_args, _statistics_read)
+STATISTICS = DataKind(
+    (
+        _column(
+            "--column",
+            "column holding the m released statistics, one per row, in the layout of "
+            "pymc_dpnoise.mechanisms.sufficient_statistics (default: the first column)",
+        ),
+        _column(
+            "--noise-var-column",
+            "column of the total noise variance of each statistic (instead of --noise-sd "
+            "or --epsilon/--delta)",
+        ),
+    ),
+    _statistics_read,
+)
 
+
+# --------------------------------------------------------------------------------------------
+# priors given on the command line
+# --------------------------------------------------------------------------------------------
+
+
+def _prior(flag, metavar, help, *, type=positive_float, default=None):
+    """An option taking the two parameters of a prior."""
+    return Opt(flag, help, nargs=2, type=type, metavar=metavar, default=default)
+
+
+def _gamma_prior(name, default_text, default=None):
+    """``--NAME-prior ALPHA BETA``: NAME ~ Gamma(shape ALPHA, rate BETA)."""
+    return _prior(
+        f"--{name}-prior",
+        ("ALPHA", "BETA"),
+        f"{name} ~ Gamma(shape ALPHA, rate BETA) (default: {default_text})",
+        default=default,
+    )
+
+
+_BOUND_SCALED = "bound-scaled, see above"
 
 # --------------------------------------------------------------------------------------------
 # clipped Laplace families
 # --------------------------------------------------------------------------------------------
 
-
-def _clipped_normal_args(g):
-    g.add_argument("--lower", type=finite_float, required=True, help="lower clipping bound")
-    g.add_argument("--upper", type=finite_float, required=True, help="upper clipping bound")
-    g.add_argument(
+_CLIPPED_NORMAL_OPTIONS = (
+    Opt("--lower", "lower clipping bound", type=finite_float, required=True),
+    Opt("--upper", "upper clipping bound", type=finite_float, required=True),
+    _prior(
         "--mu-prior",
-        nargs=2,
+        ("MEAN", "SD"),
+        f"mu ~ Normal(MEAN, SD) (default: {_BOUND_SCALED})",
         type=finite_float,
-        metavar=("MEAN", "SD"),
-        default=None,
-        help="mu ~ Normal(MEAN, SD) (default: bound-scaled, see above)",
-    )
-    g.add_argument(
-        "--sigma-prior",
-        nargs=2,
-        type=positive_float,
-        metavar=("ALPHA", "BETA"),
-        default=None,
-        help="sigma ~ Gamma(shape ALPHA, rate BETA) (default: bound-scaled, see above)",
-    )
+    ),
+    _gamma_prior("sigma", _BOUND_SCALED),
+)
 
 
 def _check_scale(width, args):
@@ -507,38 +540,38 @@ def _clipped_normal_check(args):
 def _clipped_normal_build(args, data):
     import pymc as pm
 
-    from ..distributions import LaplacePerturbedClippedNormal
+    from .. import distributions as dists
+    from ..summaries import ClippedSummary
 
+    summary = isinstance(data["z"], ClippedSummary)  # large files (see _fit._summary_data)
+    cls = (
+        dists.LaplacePerturbedClippedNormalSummary
+        if summary
+        else dists.LaplacePerturbedClippedNormal
+    )
     h = (args.upper - args.lower) / 2
     m0, s0 = args.mu_prior or ((args.lower + args.upper) / 2, h)
     a, b = args.sigma_prior or (2.0, 2.0 / h)
     with pm.Model() as model:
         mu = pm.Normal("mu", m0, s0)
         sigma = pm.Gamma("sigma", alpha=a, beta=b)
-        LaplacePerturbedClippedNormal(
-            "z", mu, sigma, args.lower, args.upper, data["epsilon"], observed=data["z"]
-        )
+        cls(
+            "z", mu, sigma, lower=args.lower, upper=args.upper, epsilon=data["epsilon"],
+            observed=data["z"],
+        )  # fmt: skip
     return Built(
         model,
-        f"z ~ LaplacePerturbedClippedNormal(mu, sigma, lower={_fmt(args.lower)}, "
+        f"z ~ {cls.__name__}(mu, sigma, lower={_fmt(args.lower)}, "
         f"upper={_fmt(args.upper)}, {data['epsilon_desc']})",
         f"mu ~ Normal({_fmt(m0)}, {_fmt(s0)}), sigma ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
         ["mu", "sigma"],
     )
 
 
-def _clipped_exponential_args(g):
-    g.add_argument(
-        "--upper", type=finite_float, required=True, help="upper clipping bound (> 0; lower is 0)"
-    )
-    g.add_argument(
-        "--lam-prior",
-        nargs=2,
-        type=positive_float,
-        metavar=("ALPHA", "BETA"),
-        default=None,
-        help="lam ~ Gamma(shape ALPHA, rate BETA) (default: bound-scaled, see above)",
-    )
+_CLIPPED_EXPONENTIAL_OPTIONS = (
+    Opt("--upper", "upper clipping bound (> 0; lower is 0)", type=finite_float, required=True),
+    _gamma_prior("lam", _BOUND_SCALED),
+)
 
 
 def _clipped_exponential_check(args):
@@ -550,18 +583,22 @@ def _clipped_exponential_check(args):
 def _clipped_exponential_build(args, data):
     import pymc as pm
 
-    from ..distributions import LaplacePerturbedClippedExponential
+    from .. import distributions as dists
+    from ..summaries import ClippedSummary
 
+    summary = isinstance(data["z"], ClippedSummary)  # large files (see _fit._summary_data)
+    cls = (
+        dists.LaplacePerturbedClippedExponentialSummary
+        if summary
+        else dists.LaplacePerturbedClippedExponential
+    )
     a, b = args.lam_prior or (2.0, args.upper / 2)
     with pm.Model() as model:
         lam = pm.Gamma("lam", alpha=a, beta=b)
-        LaplacePerturbedClippedExponential(
-            "z", lam, args.upper, data["epsilon"], observed=data["z"]
-        )
+        cls("z", lam, upper=args.upper, epsilon=data["epsilon"], observed=data["z"])
     return Built(
         model,
-        f"z ~ LaplacePerturbedClippedExponential(lam, upper={_fmt(args.upper)}, "
-        f"{data['epsilon_desc']})",
+        f"z ~ {cls.__name__}(lam, upper={_fmt(args.upper)}, {data['epsilon_desc']})",
         f"lam ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
         ["lam"],
     )
@@ -572,39 +609,26 @@ def _clipped_exponential_build(args, data):
 # --------------------------------------------------------------------------------------------
 
 
-def _noisy_count_args(g, *, binomial: bool):
-    if binomial:
-        g.add_argument(
-            "--n", type=int, required=True, help="number of records behind every released count"
-        )
-        g.add_argument(
-            "--clamp",
-            action="store_true",
-            help="the releases were clamped to [0, n] after the noise (atoms at 0 and n)",
-        )
-        g.add_argument(
-            "--p-prior",
-            nargs=2,
-            type=positive_float,
-            metavar=("A", "B"),
-            default=(1.0, 1.0),
-            help="p ~ Beta(A, B) (default: 1 1, uniform)",
-        )
-    else:
-        g.add_argument(
-            "--mu-prior",
-            nargs=2,
-            type=positive_float,
-            metavar=("ALPHA", "BETA"),
-            default=(1.0, 0.01),
-            help="mu ~ Gamma(shape ALPHA, rate BETA) (default: 1 0.01, prior mean 100)",
-        )
-    g.add_argument(
-        "--sensitivity",
-        type=positive_float,
-        default=1.0,
-        help="L1 sensitivity of one record (Laplace scale = sensitivity / epsilon; default 1)",
-    )
+_SENSITIVITY = Opt(
+    "--sensitivity",
+    "L1 sensitivity of one record (Laplace scale = sensitivity / epsilon; default 1)",
+    type=positive_float,
+    default=1.0,
+)
+_NOISY_BINOMIAL_OPTIONS = (
+    Opt("--n", "number of records behind every released count", type=int, required=True),
+    Opt(
+        "--clamp",
+        "the releases were clamped to [0, n] after the noise (atoms at 0 and n)",
+        action="store_true",
+    ),
+    _prior("--p-prior", ("A", "B"), "p ~ Beta(A, B) (default: 1 1, uniform)", default=(1.0, 1.0)),
+    _SENSITIVITY,
+)
+_NOISY_POISSON_OPTIONS = (
+    _gamma_prior("mu", "1 0.01, prior mean 100", default=(1.0, 0.01)),
+    _SENSITIVITY,
+)
 
 
 def _noisy_count_check(args):
@@ -662,20 +686,12 @@ def _noisy_poisson_build(args, data):
 # --------------------------------------------------------------------------------------------
 
 
-def _alpha_arg(g):
-    g.add_argument(
-        "--alpha",
-        type=positive_float,
-        default=1.0,
-        help="theta ~ Dirichlet(alpha, ..., alpha): the prior on the k item probabilities",
-    )
-
-
-def _epsilon_only_args(g):
-    g.add_argument(
-        "--epsilon", type=positive_float, metavar="E", help="privacy budget ε > 0 of every report"
-    )
-    _alpha_arg(g)
+_ALPHA = Opt(
+    "--alpha",
+    "theta ~ Dirichlet(alpha, ..., alpha): the prior on the k item probabilities",
+    type=positive_float,
+    default=1.0,
+)
 
 
 def _need_epsilon(args):
@@ -718,12 +734,11 @@ def _frequency_build(cls_name, extra_desc=""):
     return build
 
 
-def _ue_args(g):
-    g.add_argument(
-        "--keep-prob", type=probability, required=True, help="P(the item's own bit is 1)"
-    )
-    g.add_argument("--flip-prob", type=probability, required=True, help="P(any other bit is 1)")
-    _alpha_arg(g)
+_UE_OPTIONS = (
+    Opt("--keep-prob", "P(the item's own bit is 1)", type=probability, required=True),
+    Opt("--flip-prob", "P(any other bit is 1)", type=probability, required=True),
+    _ALPHA,
+)
 
 
 def _ue_check(args):
@@ -731,9 +746,7 @@ def _ue_check(args):
         raise InputError("--epsilon-column: unary-encoding takes --keep-prob and --flip-prob")
 
 
-def _krr_args(g):
-    g.add_argument("--k", type=int_between(2), required=True, help="number of categories")
-    _alpha_arg(g)
+_KRR_OPTIONS = (Opt("--k", "number of categories", type=int_between(2), required=True), _ALPHA)
 
 
 def _krr_check(args):
@@ -748,86 +761,92 @@ def _krr_check(args):
 # --------------------------------------------------------------------------------------------
 
 
-def _regression_prior_args(g, *, theta_sd, tau_sd, sigma_sd=None):
-    g.add_argument(
-        "--theta-sd", type=positive_float, default=theta_sd, help="theta_j ~ Normal(0, THETA_SD)"
+def _regression_priors(*, theta_sd, tau_sd, sigma_sd=None):
+    """--theta-sd, --tau-sd, --eta (and --sigma-sd) with these defaults."""
+    priors = (
+        Opt("--theta-sd", "theta_j ~ Normal(0, THETA_SD)", type=positive_float, default=theta_sd),
+        Opt(
+            "--tau-sd",
+            "feature scales tau_j ~ HalfNormal(TAU_SD) (Σ = diag(tau) Ω diag(tau))",
+            type=positive_float,
+            default=tau_sd,
+        ),
+        Opt("--eta", "feature correlations Ω ~ LKJ(ETA)", type=positive_float, default=2.0),
     )
-    g.add_argument(
-        "--tau-sd",
-        type=positive_float,
-        default=tau_sd,
-        help="feature scales tau_j ~ HalfNormal(TAU_SD) (Σ = diag(tau) Ω diag(tau))",
-    )
-    g.add_argument(
-        "--eta", type=positive_float, default=2.0, help="feature correlations Ω ~ LKJ(ETA)"
-    )
-    if sigma_sd is not None:
-        g.add_argument(
+    if sigma_sd is None:
+        return priors
+    return (
+        *priors,
+        Opt(
             "--sigma-sd",
+            "residual sd sigma ~ HalfNormal(SIGMA_SD)",
             type=positive_float,
             default=sigma_sd,
-            help="residual sd sigma ~ HalfNormal(SIGMA_SD)",
-        )
+        ),
+    )
 
 
-def _budget_args(g, *, response):
-    g.add_argument(
-        "--epsilon",
+def _delta(help):
+    return Opt("--delta", help, type=probability, metavar="D")
+
+
+_R = Opt(
+    "--R",
+    "L2 clipping norm of the feature rows (with --epsilon)",
+    type=positive_float,
+    default=1.0,
+    dest="R",
+)
+_SIGMA_X = Opt("--sigma-x", "sd of the Gaussian noise on each feature", type=positive_float)
+
+
+def _budget(*, response):
+    """The release's budget, from which the noise scales are computed as the mechanism did."""
+    r_y = Opt(
+        "--R-y",
+        "clipping bound of the response (with --epsilon)",
         type=positive_float,
-        metavar="E",
-        help="total budget ε of each report (with --delta: the noise scales are "
-        "computed as the release did)",
+        default=2.0,
+        dest="R_y",
     )
-    g.add_argument("--delta", type=probability, metavar="D", help="δ of the Gaussian mechanism")
-    g.add_argument(
-        "--R",
-        type=positive_float,
-        default=1.0,
-        dest="R",
-        help="L2 clipping norm of the feature rows (with --epsilon)",
-    )
-    if response:
-        g.add_argument(
-            "--R-y",
+    return (
+        Opt(
+            "--epsilon",
+            "total budget ε of each report (with --delta: the noise scales are "
+            "computed as the release did)",
             type=positive_float,
-            default=2.0,
-            dest="R_y",
-            help="clipping bound of the response (with --epsilon)",
-        )
-    g.add_argument(
-        "--c",
-        type=probability,
-        default=0.5,
-        help="share of ε spent on the response or label (with --epsilon)",
+            metavar="E",
+        ),
+        _delta("δ of the Gaussian mechanism"),
+        _R,
+        *((r_y,) if response else ()),
+        Opt(
+            "--c",
+            "share of ε spent on the response or label (with --epsilon)",
+            type=probability,
+            default=0.5,
+        ),
     )
 
 
-def _linreg_args(g):
-    g.add_argument(
-        "--sigma-x", type=positive_float, help="sd of the Gaussian noise on each feature"
-    )
-    g.add_argument(
-        "--sigma-y", type=positive_float, help="sd of the Gaussian noise on the response"
-    )
-    _budget_args(g, response=True)
-    _regression_prior_args(g, theta_sd=2.0, tau_sd=1.0, sigma_sd=1.0)
-
-
-def _logreg_args(g):
-    g.add_argument(
-        "--sigma-x", type=positive_float, help="sd of the Gaussian noise on each feature"
-    )
-    g.add_argument(
-        "--epsilon-y", type=positive_float, help="budget of the randomized response on the label"
-    )
-    _budget_args(g, response=False)
-    g.add_argument(
+_LINREG_OPTIONS = (
+    _SIGMA_X,
+    Opt("--sigma-y", "sd of the Gaussian noise on the response", type=positive_float),
+    *_budget(response=True),
+    *_regression_priors(theta_sd=2.0, tau_sd=1.0, sigma_sd=1.0),
+)
+_LOGREG_OPTIONS = (
+    _SIGMA_X,
+    Opt("--epsilon-y", "budget of the randomized response on the label", type=positive_float),
+    *_budget(response=False),
+    Opt(
         "--approximation",
+        "how E[sigmoid] is computed (see PerturbedLogReg)",
         choices=("quadrature", "chebyshev"),
         default="quadrature",
-        help="how E[sigmoid] is computed (see PerturbedLogReg)",
-    )
-    _regression_prior_args(g, theta_sd=2.0, tau_sd=1.0)
+    ),
+    *_regression_priors(theta_sd=2.0, tau_sd=1.0),
+)
 
 
 def _noise_check(args, direct: tuple[str, ...]):
@@ -943,53 +962,42 @@ def _order(text):
     return int_between(1)(text)
 
 
-def _ss_args(g):
-    g.add_argument(
+_SS_OPTIONS = (
+    Opt(
         "--glm",
+        "the GLM whose statistics were released",
         choices=("linear", "logistic", "poisson"),
         required=True,
-        help="the GLM whose statistics were released",
-    )
-    g.add_argument("--n", type=int_between(1), required=True, help="number of records")
-    g.add_argument(
+    ),
+    Opt("--n", "number of records", type=int_between(1), required=True),
+    Opt(
         "--noise-sd",
+        "sd σ of the Gaussian noise on each statistic (per release, or per record with --local)",
         type=positive_float,
-        help="sd σ of the Gaussian noise on each statistic (per release, or per "
-        "record with --local)",
-    )
-    g.add_argument(
+    ),
+    Opt(
         "--epsilon",
+        "budget of the release (with --delta: σ as release_sufficient_statistics computes it)",
         type=positive_float,
         metavar="E",
-        help="budget of the release (with --delta: σ as release_sufficient_statistics computes it)",
-    )
-    g.add_argument("--delta", type=probability, metavar="D", help="δ of the release")
-    g.add_argument(
-        "--R",
-        type=positive_float,
-        default=1.0,
-        dest="R",
-        help="L2 clipping norm of the feature rows (with --epsilon)",
-    )
-    g.add_argument(
+    ),
+    _delta("δ of the release"),
+    _R,
+    Opt(
         "--Ry",
+        "clipping bound of the response (with --epsilon)",
         type=positive_float,
         default=1.0,
         dest="Ry",
-        help="clipping bound of the response (with --epsilon)",
-    )
-    g.add_argument(
+    ),
+    Opt(
         "--local",
+        "every record added its own noise (local DP): total variance n σ²",
         action="store_true",
-        help="every record added its own noise (local DP): total variance n σ²",
-    )
-    g.add_argument(
-        "--order",
-        type=_order,
-        default="quadrature",
-        help="logistic: odd Taylor order or 'quadrature'",
-    )
-    _regression_prior_args(g, theta_sd=2.5, tau_sd=2.5, sigma_sd=2.0)
+    ),
+    Opt("--order", "logistic: odd Taylor order or 'quadrature'", type=_order, default="quadrature"),
+    *_regression_priors(theta_sd=2.5, tau_sd=2.5, sigma_sd=2.0),
+)
 
 
 def _ss_check(args):
@@ -1058,14 +1066,27 @@ _REG_PRIOR = """
     Default priors (the package's SBC-checked ones): theta_j ~ Normal(0, 2); the feature
     covariance Σ = diag(tau) Ω diag(tau) with tau_j ~ HalfNormal(1), Ω ~ LKJ(2)"""
 
+
+def _frequency_model(name, cls_name, data, options, check, summary, text):
+    """A histogram model: ``cls_name`` from pymc_dpnoise.distributions, Dirichlet prior."""
+    build = _frequency_build(cls_name)
+    return ModelSpec(name, cls_name, data, options, check, build, summary, _doc(text, _FREQ_PRIOR))
+
+
+#: one row per command, fields in :class:`ModelSpec` order: name, distribution, data kind,
+#: options, check, build, summary, description
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in [
         ModelSpec(
-            name="clipped-normal",
-            distribution="LaplacePerturbedClippedNormal",
-            summary="reports of Normal values clipped to [lower, upper] plus Laplace noise",
-            description=_doc(
+            "clipped-normal",
+            "LaplacePerturbedClippedNormal",
+            SCALAR,
+            _CLIPPED_NORMAL_OPTIONS,
+            _clipped_normal_check,
+            _clipped_normal_build,
+            "reports of Normal values clipped to [lower, upper] plus Laplace noise",
+            _doc(
                 """\
             Model: x_i ~ Normal(mu, sigma); each report is
               z_i = clip(x_i, lower, upper) + Laplace(0, (upper - lower) / epsilon_i)
@@ -1076,16 +1097,16 @@ MODELS: dict[str, ModelSpec] = {
               sigma ~ Gamma(alpha=2, beta=2 / h)      (prior mean h)
             e.g. for [-5, 5]: mu ~ Normal(0, 5), sigma ~ Gamma(2, 0.4).""",
             ),
-            data=SCALAR,
-            add_model_args=_clipped_normal_args,
-            check=_clipped_normal_check,
-            build=_clipped_normal_build,
         ),
         ModelSpec(
-            name="clipped-exponential",
-            distribution="LaplacePerturbedClippedExponential",
-            summary="reports of Exponential values clipped to [0, upper] plus Laplace noise",
-            description=_doc(
+            "clipped-exponential",
+            "LaplacePerturbedClippedExponential",
+            SCALAR,
+            _CLIPPED_EXPONENTIAL_OPTIONS,
+            _clipped_exponential_check,
+            _clipped_exponential_build,
+            "reports of Exponential values clipped to [0, upper] plus Laplace noise",
+            _doc(
                 """\
             Model: x_i ~ Exponential(rate lam); each report is
               z_i = min(x_i, upper) + Laplace(0, upper / epsilon_i)
@@ -1095,16 +1116,16 @@ MODELS: dict[str, ModelSpec] = {
               lam ~ Gamma(alpha=2, beta=upper / 2)     (prior mean of lam: 4 / upper)
             e.g. for upper = 5: lam ~ Gamma(2, 2.5).""",
             ),
-            data=SCALAR,
-            add_model_args=_clipped_exponential_args,
-            check=_clipped_exponential_check,
-            build=_clipped_exponential_build,
         ),
         ModelSpec(
-            name="noisy-binomial",
-            distribution="LaplaceNoisyBinomial",
-            summary="released counts of n Bernoulli records plus Laplace noise (central DP)",
-            description=_doc(
+            "noisy-binomial",
+            "LaplaceNoisyBinomial",
+            SCALAR,
+            _NOISY_BINOMIAL_OPTIONS,
+            _noisy_count_check,
+            _noisy_binomial_build,
+            "released counts of n Bernoulli records plus Laplace noise (central DP)",
+            _doc(
                 """\
             Model: each row is one release y_i = s_i + Laplace(0, sensitivity / epsilon_i) of
             a count s_i ~ Binomial(n, p) (e.g. one region's number of "yes" answers), fitted
@@ -1113,16 +1134,16 @@ MODELS: dict[str, ModelSpec] = {
 
             Default prior: p ~ Beta(1, 1).""",
             ),
-            data=SCALAR,
-            add_model_args=lambda g: _noisy_count_args(g, binomial=True),
-            check=_noisy_count_check,
-            build=_noisy_binomial_build,
         ),
         ModelSpec(
-            name="noisy-poisson",
-            distribution="LaplaceNoisyPoisson",
-            summary="released totals of Poisson counts plus Laplace noise (central DP)",
-            description=_doc(
+            "noisy-poisson",
+            "LaplaceNoisyPoisson",
+            SCALAR,
+            _NOISY_POISSON_OPTIONS,
+            _noisy_count_check,
+            _noisy_poisson_build,
+            "released totals of Poisson counts plus Laplace noise (central DP)",
+            _doc(
                 """\
             Model: each row is one release y_i = s_i + Laplace(0, sensitivity / epsilon_i) of
             a total s_i ~ Poisson(mu), fitted with pymc_dpnoise.LaplaceNoisyPoisson (s_i summed
@@ -1130,83 +1151,67 @@ MODELS: dict[str, ModelSpec] = {
 
             Default prior: mu ~ Gamma(1, 0.01) (prior mean 100; set --mu-prior).""",
             ),
-            data=SCALAR,
-            add_model_args=lambda g: _noisy_count_args(g, binomial=False),
-            check=_noisy_count_check,
-            build=_noisy_poisson_build,
         ),
-        ModelSpec(
-            name="oue",
-            distribution="OUELikelihood",
-            summary="histogram from optimal-unary-encoding reports (k bits each)",
-            description=_doc(
-                """\
+        _frequency_model(
+            "oue",
+            "OUELikelihood",
+            BITS,
+            (_EPSILON, _ALPHA),
+            _need_epsilon,
+            "histogram from optimal-unary-encoding reports (k bits each)",
+            """\
             Each person holds an item out of k (item ~ Categorical(theta)), one-hot encodes it
             and reports every bit by randomized response: own bit 1 w.p. 1/2, others 1 w.p.
             1 / (1 + e^epsilon) (OUE).  Fitted with pymc_dpnoise.OUELikelihood.
             The file holds one report per row as k 0/1 columns (or one row per distinct
             pattern with --counts-column).""",
-                _FREQ_PRIOR,
-            ),
-            data=BITS,
-            add_model_args=_epsilon_only_args,
-            check=_need_epsilon,
-            build=_frequency_build("OUELikelihood"),
         ),
-        ModelSpec(
-            name="sue",
-            distribution="SUELikelihood",
-            summary="histogram from symmetric-unary-encoding (basic RAPPOR) reports",
-            description=_doc(
-                """\
+        _frequency_model(
+            "sue",
+            "SUELikelihood",
+            BITS,
+            (_EPSILON, _ALPHA),
+            _need_epsilon,
+            "histogram from symmetric-unary-encoding (basic RAPPOR) reports",
+            """\
             Like oue, but every bit is kept w.p. e^(epsilon/2) / (1 + e^(epsilon/2)) and
             flipped otherwise (SUE, basic one-time RAPPOR).  Fitted with
             pymc_dpnoise.SUELikelihood.  File layout as for oue.""",
-                _FREQ_PRIOR,
-            ),
-            data=BITS,
-            add_model_args=_epsilon_only_args,
-            check=_need_epsilon,
-            build=_frequency_build("SUELikelihood"),
         ),
-        ModelSpec(
-            name="unary-encoding",
-            distribution="UnaryEncodingLikelihood",
-            summary="histogram from unary-encoding reports with any keep/flip probabilities",
-            description=_doc(
-                """\
+        _frequency_model(
+            "unary-encoding",
+            "UnaryEncodingLikelihood",
+            BITS,
+            _UE_OPTIONS,
+            _ue_check,
+            "histogram from unary-encoding reports with any keep/flip probabilities",
+            """\
             Unary encoding with the item's own bit reported as 1 w.p. --keep-prob and every
             other bit w.p. --flip-prob.  Fitted with pymc_dpnoise.UnaryEncodingLikelihood.
             File layout as for oue.""",
-                _FREQ_PRIOR,
-            ),
-            data=BITS,
-            add_model_args=_ue_args,
-            check=_ue_check,
-            build=_frequency_build("UnaryEncodingLikelihood"),
         ),
-        ModelSpec(
-            name="krr",
-            distribution="KRRLikelihood",
-            summary="histogram from k-ary randomized-response reports (category ids)",
-            description=_doc(
-                """\
+        _frequency_model(
+            "krr",
+            "KRRLikelihood",
+            CATEGORIES,
+            _KRR_OPTIONS,
+            _krr_check,
+            "histogram from k-ary randomized-response reports (category ids)",
+            """\
             Each person reports their item (0..k-1) w.p. e^epsilon / (e^epsilon + k - 1) and
             another item uniformly otherwise (k-RR, direct encoding).  Fitted with
             pymc_dpnoise.KRRLikelihood.  The file holds one category id per row (or one row
             per id with --counts-column).""",
-                _FREQ_PRIOR,
-            ),
-            data=CATEGORIES,
-            add_model_args=_krr_args,
-            check=_krr_check,
-            build=_frequency_build("KRRLikelihood"),
         ),
         ModelSpec(
-            name="linreg",
-            distribution="PerturbedLinReg",
-            summary="linear regression on Gaussian-perturbed features and responses",
-            description=_doc(
+            "linreg",
+            "PerturbedLinReg",
+            LINREG_DATA,
+            _LINREG_OPTIONS,
+            _linreg_check,
+            _linreg_build,
+            "linear regression on Gaussian-perturbed features and responses",
+            _doc(
                 """\
             Each person holds x ~ N(0, Σ), y = theta'x + N(0, sigma²) and reports
             x + N(0, sigma_x² I) and y + N(0, sigma_y²).  Fitted with
@@ -1216,16 +1221,16 @@ MODELS: dict[str, ModelSpec] = {
                 _REG_PRIOR,
                 ", sigma ~ HalfNormal(1).",
             ),
-            data=LINREG_DATA,
-            add_model_args=_linreg_args,
-            check=_linreg_check,
-            build=_linreg_build,
         ),
         ModelSpec(
-            name="logreg",
-            distribution="PerturbedLogReg",
-            summary="logistic regression on perturbed features and randomized-response labels",
-            description=_doc(
+            "logreg",
+            "PerturbedLogReg",
+            LOGREG_DATA,
+            _LOGREG_OPTIONS,
+            _logreg_check,
+            _logreg_build,
+            "logistic regression on perturbed features and randomized-response labels",
+            _doc(
                 """\
             Each person holds x ~ N(0, Σ), y ~ Bernoulli(sigmoid(theta'x)) and reports
             x + N(0, sigma_x² I) and y through randomized response with budget epsilon_y.
@@ -1235,16 +1240,16 @@ MODELS: dict[str, ModelSpec] = {
                 _REG_PRIOR,
                 ".",
             ),
-            data=LOGREG_DATA,
-            add_model_args=_logreg_args,
-            check=_logreg_check,
-            build=_logreg_build,
         ),
         ModelSpec(
-            name="ss-normal",
-            distribution="SSNormalApprox",
-            summary="GLM from released noisy sufficient statistics (normal approximation)",
-            description=_doc(
+            "ss-normal",
+            "SSNormalApprox",
+            STATISTICS,
+            _SS_OPTIONS,
+            _ss_check,
+            _ss_build,
+            "GLM from released noisy sufficient statistics (normal approximation)",
+            _doc(
                 """\
             A data holder released the sum of per-record sufficient statistics of a linear,
             logistic or Poisson GLM plus Gaussian noise (central DP, or --local for one
@@ -1255,10 +1260,6 @@ MODELS: dict[str, ModelSpec] = {
             Default priors (the GLM experiments'): theta_j ~ Normal(0, 2.5); Σ = diag(tau) Ω
             diag(tau), tau_j ~ HalfNormal(2.5), Ω ~ LKJ(2); linear: sigma ~ HalfNormal(2).""",
             ),
-            data=STATISTICS,
-            add_model_args=_ss_args,
-            check=_ss_check,
-            build=_ss_build,
             metavar="STATISTICS",
             what="file of released statistics, one per row",
         ),

@@ -120,6 +120,16 @@ def _read_adult_split(split: str) -> pd.DataFrame:
     return df
 
 
+def _one_or_both(name: str, value: str, parts: tuple[str, str], read) -> pd.DataFrame:
+    """``read(value)`` for one of the two ``parts``; for ``"both"`` the two concatenated, with a
+    column ``name`` saying which part each row comes from."""
+    if value not in (*parts, "both"):
+        raise ValueError(f"`{name}` must be '{parts[0]}', '{parts[1]}' or 'both'; got {value!r}")
+    if value != "both":
+        return read(value)
+    return pd.concat([read(p).assign(**{name: p}) for p in parts], ignore_index=True)
+
+
 def load_adult(split: str = "train") -> pd.DataFrame:
     """UCI Adult census income data (Becker & Kohavi 1996).
 
@@ -148,16 +158,7 @@ def load_adult(split: str = "train") -> pd.DataFrame:
     >>> sorted(df["income_gt_50k"].unique().tolist())
     [0, 1]
     """
-    if split not in ("train", "test", "both"):
-        raise ValueError(f"`split` must be 'train', 'test' or 'both'; got {split!r}")
-    if split != "both":
-        return _read_adult_split(split)
-    parts = []
-    for s in ("train", "test"):
-        d = _read_adult_split(s)
-        d["split"] = s
-        parts.append(d)
-    return pd.concat(parts, ignore_index=True)
+    return _one_or_both("split", split, ("train", "test"), _read_adult_split)
 
 
 def _read_wine_colour(colour: str) -> pd.DataFrame:
@@ -194,16 +195,7 @@ def load_wine(colour: str = "red") -> pd.DataFrame:
     >>> list(both.columns[-3:])
     ['alcohol', 'quality', 'colour']
     """
-    if colour not in ("red", "white", "both"):
-        raise ValueError(f"`colour` must be 'red', 'white' or 'both'; got {colour!r}")
-    if colour != "both":
-        return _read_wine_colour(colour)
-    parts = []
-    for c in ("red", "white"):
-        d = _read_wine_colour(c)
-        d["colour"] = c
-        parts.append(d)
-    return pd.concat(parts, ignore_index=True)
+    return _one_or_both("colour", colour, ("red", "white"), _read_wine_colour)
 
 
 def load_pima() -> pd.DataFrame:

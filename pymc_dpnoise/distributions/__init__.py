@@ -4,12 +4,21 @@ Each class is a thin PyMC wrapper: the log density comes from :mod:`pymc_dpnoise
 the random draws *are* the release mechanism (so prior and posterior predictive draws are
 privatised reports), and constant parameters are validated when the variable is created.
 
+Modules: :mod:`~pymc_dpnoise.distributions.clipped` (clipped Normal and Exponential values
+plus Laplace noise, and their binned summaries), :mod:`~pymc_dpnoise.distributions.counts`
+(Laplace-noised binomial and Poisson counts), :mod:`~pymc_dpnoise.distributions.frequency`
+(frequency oracles: OUE, SUE, unary encoding, k-RR),
+:mod:`~pymc_dpnoise.distributions.regression` (perturbed-input linear and logistic
+regression) and :mod:`~pymc_dpnoise.distributions.sufficient` (noisy sufficient statistics
+of GLMs).
+
 Design note: the draws are :class:`~pymc.distributions.distribution.SymbolicRandomVariable`
-graphs (``normal -> clip -> + laplace``) instead of a ``RandomVariable`` with a NumPy
-``rng_fn``.  A NumPy ``rng_fn`` runs in Numba *object mode* (with a warning) under PyTensor's
-default linker and has no JAX implementation; the symbolic graph runs natively on every
-backend.  The NumPy functions in :mod:`pymc_dpnoise.mechanisms` implement the same
-mechanism for data holders, and the test-suite checks that both give the same distribution.
+graphs of the mechanism (e.g. ``normal -> clip -> + laplace``), not a ``RandomVariable``
+with a NumPy ``rng_fn``: a NumPy ``rng_fn`` runs in Numba *object mode* (with a warning)
+under PyTensor's default linker and has no JAX implementation, while the symbolic graph runs
+natively on every backend.  The NumPy functions in :mod:`pymc_dpnoise.mechanisms` implement
+the same mechanisms for data holders, and the test-suite checks that both give the same
+distribution.
 """
 
 from .clipped import (
@@ -19,25 +28,34 @@ from .clipped import (
     LaplacePerturbedClippedNormalSummary,
 )
 from .counts import LaplaceNoisyBinomial, LaplaceNoisyPoisson
+from .expfam import (
+    LaplaceNoisyMultinomial,
+    LaplaceNoisyTruncatedExponential,
+    LaplaceNoisyTruncatedPoisson,
+)
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
     SUELikelihood,
     UnaryEncodingLikelihood,
 )
-from .regression import PerturbedLinReg, PerturbedLogReg
+from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
 
 __all__ = [
     "KRRLikelihood",
     "LaplaceNoisyBinomial",
+    "LaplaceNoisyMultinomial",
     "LaplaceNoisyPoisson",
+    "LaplaceNoisyTruncatedExponential",
+    "LaplaceNoisyTruncatedPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",
     "LaplacePerturbedClippedNormalSummary",
     "OUELikelihood",
     "PerturbedLinReg",
+    "PerturbedLinRegSummary",
     "PerturbedLogReg",
     "SSNormalApprox",
     "SUELikelihood",

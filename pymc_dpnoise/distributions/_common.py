@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Continuous
 
@@ -59,9 +62,12 @@ def _keep_or_switch(ok, value, harmless):
 
 
 def _check_observed(name, observed):
-    """Reject non-finite reports instead of letting PyMC impute them silently."""
+    """Reject non-finite reports instead of letting PyMC impute them silently.
+
+    Returns the observed value as a NumPy array when it is constant (else None).
+    """
     if observed is None:
-        return
+        return None
     data = observed
     if hasattr(data, "to_numpy"):  # pandas / xarray
         data = data.to_numpy()
@@ -72,7 +78,7 @@ def _check_observed(name, observed):
         )
     value = constant_value(data, f"{name}: observed")
     if value is None:
-        return
+        return None
     bad = ~np.isfinite(value)
     if np.any(bad):
         where = np.argwhere(bad)[:5].tolist()
@@ -81,6 +87,7 @@ def _check_observed(name, observed):
             f"value(s), first at index {where}. This distribution does not impute missing "
             "reports: drop them (and their per-report parameters) before building the model."
         )
+    return value
 
 
 class _NoImputeContinuous(Continuous):
@@ -198,3 +205,105 @@ def _finite_reports(value, event_ndim=0):
 def _ninf_where_not(finite, res):
     """``res`` where ``finite`` (None: everywhere), else ``-inf``."""
     return res if finite is None else pt.switch(finite, res, -np.inf)
+
+
+def _cdf_of_value(value, fn, *, tail=False):
+    """``fn(safe_value)`` where the value is finite; the limits 0 / -inf at +-inf (and NaN).
+
+    ``fn`` returns the log CDF (``tail=False``) or the log survival function (``tail=True``)
+    at finite values; at :math:`+\\infty` the log CDF is 0 and the log survival function
+    :math:`-\\infty` (mirrored at :math:`-\\infty`; NaN is taken as :math:`-\\infty`).
+    """
+    finite, safe = _finite_value(value)
+    res = fn(safe)
+    value = pt.as_tensor_variable(value)
+    hi, lo = (-np.inf, 0.0) if tail else (0.0, -np.inf)
+    return pt.switch(finite, res, pt.switch(pt.gt(value, 0), hi, lo))
+
+
+def _refuse(cls_name, what, why):
+    """A ``logcdf`` / ``logccdf`` / ``icdf`` method that raises a clear NotImplementedError.
+
+    PyMC registers the method for the class's op, so ``pm.logcdf(rv, value)`` (and
+    ``pm.Censored`` / ``pm.Truncated``, which call it) names the class and the reason instead
+    of the internal op.  ``pm.Truncated`` catches it from ``icdf`` and falls back to rejection
+    sampling.
+    """
+
+    def refuse(value, *params):
+        raise NotImplementedError(f"{cls_name}: {what} is not available: {why}")
+
+    refuse.__name__ = what
+    return refuse
+
+
+_MULTIVARIATE_CDF = (
+    "a report is a vector (or a table), and a joint CDF of a vector report has no use in PyMC "
+    "(pm.Censored and pm.Truncated take scalar distributions only)"
+)
+
+
+def _refuse_cdfs(cls_name, why=_MULTIVARIATE_CDF):
+    """``(logcdf, logccdf, icdf)`` methods that all refuse with the same reason."""
+    return tuple(_refuse(cls_name, what, why) for what in ("logcdf", "logccdf", "icdf"))
+
+
+_NO_ICDF = (
+    "the CDF is a piecewise tilted CDF without a closed-form inverse (pm.Truncated falls back "
+    "to rejection sampling)"
+)
+
+
+# --------------------------------------------------------------------------------------------
+# dtype rule (as PyMC's own distributions): a continuous report's draws and its logp / logcdf
+# have dtype ``pytensor.config.floatX`` (pm.Normal's rule); integer reports (bit vectors,
+# k-RR items) keep their integer draws and a float64 logp (pm.Binomial's, pm.Categorical's).
+# Everything inside is computed in float64 (the stable forms need it); only the result is
+# cast, so with the default floatX = "float64" nothing changes.
+# --------------------------------------------------------------------------------------------
+
+
+def _to_floatx(x):
+    """Cast a continuous draw or log density to ``floatX`` (no-op under float64)."""
+    floatx = pytensor.config.floatX
+    return x if x.dtype == floatx else pt.cast(x, floatx)
+
+
+def _floatx_out(method):
+    """Decorate a ``logp`` / ``logcdf`` / ``logccdf`` method: its result follows floatX."""
+
+    @functools.wraps(method)
+    def wrapper(value, *params):
+        return _to_floatx(method(value, *params))
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------------------------
+# Parameter names.  Convention: a privacy budget is ``epsilon`` and a noise scale ``sigma``;
+# when a mechanism perturbs several parts of a report with separate noise, each noise
+# parameter carries the suffix of its part (``sigma_x``, ``sigma_y``, ``epsilon_y``: the
+# fields of :class:`pymc_dpnoise.mechanisms.PerturbedRelease`).  Covariances are ``cov=`` or,
+# as ``pm.MvNormal`` accepts, ``chol=``.  PyMC's names where PyMC has the parameter
+# (``mu``, ``sigma``, ``lam``, ``p``, ``n``, ``lower``, ``upper``).
+# --------------------------------------------------------------------------------------------
+
+
+def _cov_or_chol(cov, chol):
+    """``cov``, or ``chol @ chol.T`` from a lower Cholesky factor (exactly one is given)."""
+    if (cov is None) == (chol is None):
+        raise ValueError(
+            "cov, chol: give exactly one of `cov` (the covariance) and `chol` (its lower "
+            "Cholesky factor), as for pm.MvNormal"
+        )
+    if chol is None:
+        return cov
+    known = constant_value(chol, "chol")
+    if known is not None:
+        if known.ndim < 2 or known.shape[-1] != known.shape[-2]:
+            raise ValueError(f"chol: must be a (d, d) lower-triangular matrix; got {known.shape}")
+        if np.any(np.triu(known, 1) != 0):
+            raise ValueError("chol: must be lower triangular (the Cholesky factor of cov)")
+        return known @ np.swapaxes(known, -1, -2)
+    chol = pt.as_tensor_variable(chol)
+    return chol @ pt.swapaxes(chol, -1, -2)

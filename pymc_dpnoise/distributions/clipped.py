@@ -1,18 +1,9 @@
-"""Noise-aware PyMC distributions of privatised reports.
-
-Each class is a thin PyMC wrapper: the log density comes from :mod:`pymc_dpnoise.math`,
-the random draws *are* the release mechanism (so prior and posterior predictive draws are
-privatised reports), and constant parameters are validated when the variable is created.
-
-Design note: the draws are :class:`~pymc.distributions.distribution.SymbolicRandomVariable`
-graphs (``normal -> clip -> + laplace``) instead of a ``RandomVariable`` with a NumPy
-``rng_fn``.  A NumPy ``rng_fn`` runs in Numba *object mode* (with a warning) under PyTensor's
-default linker and has no JAX implementation; the symbolic graph runs natively on every
-backend.  The NumPy functions in :mod:`pymc_dpnoise.mechanisms` implement the same
-mechanism for data holders, and the test-suite checks that both give the same distribution.
-"""
+"""Clipped Gaussian and clipped exponential reports under the Laplace mechanism (LDP paper,
+Supplement 10), per report and as binned summaries (design: :mod:`pymc_dpnoise.distributions`)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pytensor.tensor as pt
@@ -26,13 +17,19 @@ from pytensor.tensor.random.utils import normalize_size_param
 from .. import math as dpmath
 from .._validation import check_finite, check_less, check_positive, check_shapes
 from ._common import (
+    _NO_ICDF,
     _all_finite,
+    _cdf_of_value,
     _check_value_batch,
     _f64,
     _finite_reports,
+    _floatx_out,
     _ninf_where_not,
     _NoImputeContinuous,
+    _refuse,
+    _refuse_cdfs,
     _safe_params,
+    _to_floatx,
 )
 
 __all__ = [
@@ -74,7 +71,7 @@ class LaplacePerturbedClippedNormalRV(SymbolicRandomVariable):
         z = pt.clip(x, lower, upper) + noise
         return cls(
             inputs=[rng, size, mu, sigma, lower, upper, epsilon],
-            outputs=[final_rng, z],
+            outputs=[final_rng, _to_floatx(z)],
         )(rng, size, mu, sigma, lower, upper, epsilon)
 
 
@@ -153,16 +150,19 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
             point = pt.full(size, point)
         return point
 
+    @_floatx_out
     def logp(value, mu, sigma, lower, upper, epsilon):
-        params = dict(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon)
-        _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
-        finite, safe = _finite_reports(value)
-        ok, (mu, sigma, lower, upper, epsilon) = _clipped_normal_domain(
-            mu, sigma, lower, upper, epsilon
-        )
-        res = dpmath.clipped_normal_laplace_logp(safe, mu, sigma, lower, upper, epsilon)
-        res = _ninf_where_not(finite, res)
-        return check_parameters(res, ok, msg=_CLIPPED_NORMAL_DOMAIN)
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "logp")
+
+    @_floatx_out
+    def logcdf(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "cdf")
+
+    @_floatx_out
+    def logccdf(value, mu, sigma, lower, upper, epsilon):
+        return _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, "ccdf")
+
+    icdf = _refuse("LaplacePerturbedClippedNormal", "icdf", _NO_ICDF)
 
 
 _CLIPPED_NORMAL_DOMAIN = (
@@ -170,6 +170,22 @@ _CLIPPED_NORMAL_DOMAIN = (
     f"|bound - mu|/sigma and sigma*epsilon/(upper-lower) <= {MAX_STANDARDISED:g}, "
     f"epsilon >= {1 / MAX_STANDARDISED:g}"
 )
+
+
+def _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, kind):
+    """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
+    params = dict(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon)
+    _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
+    ok, safe_params = _clipped_normal_domain(mu, sigma, lower, upper, epsilon)
+    if kind == "logp":
+        finite, safe = _finite_reports(value)
+        res = dpmath.clipped_normal_laplace_logp(safe, *safe_params)
+        res = _ninf_where_not(finite, res)
+    else:
+        tail = kind == "ccdf"
+        fn = partial(dpmath.clipped_normal_laplace_log_cdfs, tail=tail)
+        res = _cdf_of_value(value, lambda v: fn(v, *safe_params), tail=tail)
+    return check_parameters(res, ok, msg=_CLIPPED_NORMAL_DOMAIN)
 
 
 def _clipped_normal_domain(mu, sigma, lower, upper, epsilon):
@@ -225,7 +241,7 @@ class LaplacePerturbedClippedExponentialRV(SymbolicRandomVariable):
         z = pt.clip(x, 0.0, upper) + noise
         return cls(
             inputs=[rng, size, lam, upper, epsilon],
-            outputs=[final_rng, z],
+            outputs=[final_rng, _to_floatx(z)],
         )(rng, size, lam, upper, epsilon)
 
 
@@ -235,7 +251,7 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
     Each person holds :math:`x \sim \mathrm{Exponential}(\lambda)` (rate ``lam``), clips it to
     :math:`[0, u]` (``upper``) and reports :math:`z = \min(x, u) + \mathrm{Laplace}(0, u/\epsilon)`.
     The density marginalises :math:`x` in closed form (LDP paper, Supplement 10.2, eq. 29-30,
-    with the paper's typos corrected as in REFERENCE §2.2); see
+    with the paper's typos corrected); the derivation and the stable form are in
     :func:`pymc_dpnoise.math.clipped_exponential_laplace_logp`.
 
     ========  ==========================================================
@@ -283,13 +299,19 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
             point = pt.full(size, point)
         return point
 
+    @_floatx_out
     def logp(value, lam, upper, epsilon):
-        _check_value_batch(value, 0, lam=(lam, 0), upper=(upper, 0), epsilon=(epsilon, 0))
-        finite, safe = _finite_reports(value)
-        ok, (lam, upper, epsilon) = _clipped_exponential_domain(lam, upper, epsilon)
-        res = dpmath.clipped_exponential_laplace_logp(safe, lam, upper, epsilon)
-        res = _ninf_where_not(finite, res)
-        return check_parameters(res, ok, msg=_CLIPPED_EXPONENTIAL_DOMAIN)
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "logp")
+
+    @_floatx_out
+    def logcdf(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "cdf")
+
+    @_floatx_out
+    def logccdf(value, lam, upper, epsilon):
+        return _clipped_exp_guarded(value, lam, upper, epsilon, "ccdf")
+
+    icdf = _refuse("LaplacePerturbedClippedExponential", "icdf", _NO_ICDF)
 
 
 _CLIPPED_EXPONENTIAL_DOMAIN = "finite parameters, lam > 0, upper > 0, epsilon > 0"
@@ -303,6 +325,21 @@ def _clipped_exponential_domain(lam, upper, epsilon):
     )
     safe = _safe_params(ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0))
     return ok, safe
+
+
+def _clipped_exp_guarded(value, lam, upper, epsilon, kind):
+    """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
+    _check_value_batch(value, 0, lam=(lam, 0), upper=(upper, 0), epsilon=(epsilon, 0))
+    ok, safe_params = _clipped_exponential_domain(lam, upper, epsilon)
+    if kind == "logp":
+        finite, safe = _finite_reports(value)
+        res = dpmath.clipped_exponential_laplace_logp(safe, *safe_params)
+        res = _ninf_where_not(finite, res)
+    else:
+        tail = kind == "ccdf"
+        fn = partial(dpmath.clipped_exponential_laplace_log_cdfs, tail=tail)
+        res = _cdf_of_value(value, lambda v: fn(v, *safe_params), tail=tail)
+    return check_parameters(res, ok, msg=_CLIPPED_EXPONENTIAL_DOMAIN)
 
 
 # --------------------------------------------------------------------------------------------
@@ -354,6 +391,30 @@ def _summary_kwargs_from_observed(observed, kwargs, names):
 MAX_BINS = 10**6
 
 
+def _summary_rv_inputs(n, n_bins, size, rng):
+    """``(n, n_bins, size, rng)`` of a summary RV: int64 counts, no batch size."""
+    n = pt.cast(pt.as_tensor_variable(n), "int64")  # a constant or pm.Data (set_data)
+    n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
+    rng = normalize_rng_param(rng)
+    size = normalize_size_param(size)
+    if not (rv_size_is_none(size) or size.type.shape == (0,)):
+        raise NotImplementedError(
+            "size: summary distributions take scalar parameters (one summary per variable)"
+        )
+    return n, n_bins, size, rng
+
+
+def _check_summary_scalars(**params):
+    """A summary is one table of N reports: its parameters are scalars (no group index)."""
+    for key, val in params.items():
+        if val is not None and pt.as_tensor_variable(val).ndim > 0:
+            raise NotImplementedError(
+                f"{key}: summary distributions take scalar parameters (one summary table per "
+                f"variable); got {pt.as_tensor_variable(val).ndim} dimension(s). For several "
+                "groups, build one summary variable per group."
+            )
+
+
 def _check_summary_ints(n, n_bins):
     if not (isinstance(n_bins, int | np.integer) and n_bins >= 1):
         raise ValueError(
@@ -377,21 +438,14 @@ class LaplacePerturbedClippedNormalSummaryRV(SymbolicRandomVariable):
     @classmethod
     def rv_op(cls, mu, sigma, lower, upper, epsilon, n, n_bins, *, size=None, rng=None):
         mu, sigma, lower, upper, epsilon = map(_f64, (mu, sigma, lower, upper, epsilon))
-        n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
-        n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if not (rv_size_is_none(size) or size.type.shape == (0,)):
-            raise NotImplementedError(
-                "size: summary distributions take scalar parameters (one summary per variable)"
-            )
+        n, n_bins, size, rng = _summary_rv_inputs(n, n_bins, size, rng)
         next_rng, x = normal(mu, sigma, size=(n,), rng=rng, return_next_rng=True)
         scale = (upper - lower) / epsilon
         final_rng, noise = laplace(0.0, scale, size=(n,), rng=next_rng, return_next_rng=True)
         table = _summary_table(pt.clip(x, lower, upper) + noise, lower, upper, n_bins)
         return cls(
             inputs=[rng, size, mu, sigma, lower, upper, epsilon, n, n_bins],
-            outputs=[final_rng, table],
+            outputs=[final_rng, _to_floatx(table)],
         )(rng, size, mu, sigma, lower, upper, epsilon, n, n_bins)
 
 
@@ -425,9 +479,13 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
     Below a few thousand reports, or when pointwise log likelihoods are needed (LOO),
     use the exact class.
 
-    ========  ==========================================================
+    ========  ==================================================================
     Support   ``(n_bins + 2, 4)`` summary tables
-    ========  ==========================================================
+    Mean      tail counts :math:`E[n_L] = N F(a)`, :math:`E[n_R] = N (1 - F(b))` with F the
+              CDF of one report (``pm.logcdf`` of the per-report class); every entry is
+              a sum of N i.i.d. per-report terms, so its mean is N times theirs
+    Variance  N times the variance of the per-report term of each entry
+    ========  ==================================================================
 
     Parameters
     ----------
@@ -462,6 +520,7 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
         for key, val in dict(lower=lower, upper=upper, epsilon=epsilon, n=n).items():
             if val is None:
                 raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _check_summary_scalars(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_finite("mu", mu)
         check_positive("sigma", sigma)
@@ -472,6 +531,9 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
     def support_point(rv, size, mu, sigma, lower, upper, epsilon, n, n_bins):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
 
+    logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedNormalSummary")
+
+    @_floatx_out
     def logp(value, mu, sigma, lower, upper, epsilon, n, n_bins):
         finite, safe = _finite_reports(value, 2)  # one table: any NaN/inf entry refuses it
         ok, (mu, sigma, lower, upper, epsilon) = _clipped_normal_domain(
@@ -495,14 +557,7 @@ class LaplacePerturbedClippedExponentialSummaryRV(SymbolicRandomVariable):
     @classmethod
     def rv_op(cls, lam, upper, epsilon, n, n_bins, *, size=None, rng=None):
         lam, upper, epsilon = map(_f64, (lam, upper, epsilon))
-        n = pt.as_tensor_variable(np.asarray(n, dtype="int64"))
-        n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if not (rv_size_is_none(size) or size.type.shape == (0,)):
-            raise NotImplementedError(
-                "size: summary distributions take scalar parameters (one summary per variable)"
-            )
+        n, n_bins, size, rng = _summary_rv_inputs(n, n_bins, size, rng)
         next_rng, x = exponential(1.0 / lam, size=(n,), rng=rng, return_next_rng=True)
         final_rng, noise = laplace(
             0.0, upper / epsilon, size=(n,), rng=next_rng, return_next_rng=True
@@ -511,7 +566,7 @@ class LaplacePerturbedClippedExponentialSummaryRV(SymbolicRandomVariable):
         table = _summary_table(pt.clip(x, 0.0, upper) + noise, zero, upper, n_bins)
         return cls(
             inputs=[rng, size, lam, upper, epsilon, n, n_bins],
-            outputs=[final_rng, table],
+            outputs=[final_rng, _to_floatx(table)],
         )(rng, size, lam, upper, epsilon, n, n_bins)
 
 
@@ -524,9 +579,12 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
     inside bins to second order with the bound
     :func:`pymc_dpnoise.math.clipped_exponential_summary_error_bound`.
 
-    ========  ==========================================================
+    ========  ==================================================================
     Support   ``(n_bins + 2, 4)`` summary tables
-    ========  ==========================================================
+    Mean      as for :class:`LaplacePerturbedClippedNormalSummary`, with :math:`a = 0`,
+              :math:`b = u` and F the CDF of :class:`LaplacePerturbedClippedExponential`
+    Variance  N times the variance of the per-report term of each entry
+    ========  ==================================================================
 
     Parameters
     ----------
@@ -566,6 +624,7 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
         for key, val in dict(upper=upper, epsilon=epsilon, n=n).items():
             if val is None:
                 raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _check_summary_scalars(lam=lam, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_positive("lam", lam)
         check_positive("upper", upper)
@@ -575,6 +634,9 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
     def support_point(rv, size, lam, upper, epsilon, n, n_bins):
         return pt.zeros((n_bins + 2, 4), dtype="float64")
 
+    logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedExponentialSummary")
+
+    @_floatx_out
     def logp(value, lam, upper, epsilon, n, n_bins):
         finite, safe = _finite_reports(value, 2)
         ok, (lam, upper, epsilon) = _clipped_exponential_domain(lam, upper, epsilon)

@@ -20,12 +20,17 @@ from .._validation import (
 )
 from ..math import counts as cmath
 from ._common import (
+    _NO_ICDF,
     _all_finite,
+    _cdf_of_value,
     _check_value_batch,
     _f64,
     _finite_reports,
+    _floatx_out,
     _ninf_where_not,
     _NoImputeContinuous,
+    _refuse,
+    _to_floatx,
 )
 
 #: largest number of records: integers above 2^53 are not exact in double precision
@@ -34,28 +39,26 @@ MAX_N = float(2**53)
 __all__ = ["ClampedLaplaceNoisyBinomial", "LaplaceNoisyBinomial", "LaplaceNoisyPoisson"]
 
 
-def _check_probability(name, value):
+def _check_constant(name, value, bad, what):
+    """Refuse a missing ``value``, or a constant one that is not finite or where
+    ``bad(value)``, naming it."""
     check_required(**{name: value})
     v = constant_value(value, name)
     if v is None:
         return
     check_finite(name, v)
-    bad = (v < 0) | (v > 1)
-    if np.any(bad):
-        raise ValueError(f"`{name}` must be in [0, 1]; got {v[bad].ravel()[:5]}")
+    mask = bad(v)
+    if np.any(mask):
+        raise ValueError(f"`{name}` must be {what}; got {v[mask].ravel()[:5]}")
+
+
+def _check_probability(name, value):
+    _check_constant(name, value, lambda v: (v < 0) | (v > 1), "in [0, 1]")
 
 
 def _check_count(name, value):
-    check_required(**{name: value})
-    v = constant_value(value, name)
-    if v is None:
-        return
-    check_finite(name, v)
-    bad = (v < 0) | (v != np.floor(v)) | (v > MAX_N)
-    if np.any(bad):
-        raise ValueError(
-            f"`{name}` must be a non-negative integer <= 2^53; got {v[bad].ravel()[:5]}"
-        )
+    bad = lambda v: (v < 0) | (v != np.floor(v)) | (v > MAX_N)  # noqa: E731
+    _check_constant(name, value, bad, "a non-negative integer <= 2^53")
 
 
 def _check_batch_of(value, **params):
@@ -63,13 +66,7 @@ def _check_batch_of(value, **params):
 
 
 def _check_nonnegative(name, value):
-    check_required(**{name: value})
-    v = constant_value(value, name)
-    if v is None:
-        return
-    check_finite(name, v)
-    if np.any(v < 0):
-        raise ValueError(f"`{name}` must be >= 0; got {v[v < 0].ravel()[:5]}")
+    _check_constant(name, value, lambda v: v < 0, ">= 0")
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,7 +102,7 @@ class LaplaceNoisyBinomialRV(SymbolicRandomVariable):
             y = pt.clip(y, 0.0, n)
         return cls(
             inputs=[rng, size, n, p, epsilon, sensitivity],
-            outputs=[final_rng, y],
+            outputs=[final_rng, _to_floatx(y)],
         )(rng, size, n, p, epsilon, sensitivity)
 
 
@@ -236,12 +233,25 @@ class LaplaceNoisyBinomial(_NoImputeContinuous):
     def support_point(rv, size, n, p, epsilon, sensitivity):
         return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=False)
 
+    @_floatx_out
     def logp(value, n, p, epsilon, sensitivity):
         _check_batch_of(value, n=n, p=p, epsilon=epsilon, sensitivity=sensitivity)
         finite, safe = _finite_reports(value)  # a NaN/inf report is outside the support
         res = cmath.binomial_laplace_logp(safe, n, p, epsilon, sensitivity)
         res = _ninf_where_not(finite, res)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logcdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logccdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity, tail=True
+        )
+
+    icdf = _refuse("LaplaceNoisyBinomial", "icdf", _NO_ICDF)
 
 
 class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
@@ -262,12 +272,34 @@ class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
     def support_point(rv, size, n, p, epsilon, sensitivity):
         return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=True)
 
+    @_floatx_out
     def logp(value, n, p, epsilon, sensitivity):
         _check_batch_of(value, n=n, p=p, epsilon=epsilon, sensitivity=sensitivity)
         finite, safe = _finite_reports(value)
         res = cmath.clamped_binomial_laplace_logp(safe, n, p, epsilon, sensitivity)
         res = _ninf_where_not(finite, res)
         return _binomial_checks(res, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logcdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.clamped_binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity
+        )
+
+    @_floatx_out
+    def logccdf(value, n, p, epsilon, sensitivity):
+        fn = cmath.clamped_binomial_laplace_log_cdfs
+        return _count_cdf(fn, value, n, p, epsilon, sensitivity, tail=True)
+
+    icdf = _refuse("ClampedLaplaceNoisyBinomial", "icdf", _NO_ICDF)
+
+
+def _count_cdf(log_cdfs, value, *params, tail=False):
+    """Log CDF / survival function of a noisy count, with the parameter checks of its logp."""
+    res = _cdf_of_value(value, lambda v: log_cdfs(v, *params)[int(tail)], tail=tail)
+    if len(params) == 4:
+        return _binomial_checks(res, *params)
+    return _poisson_checks(res, *params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,7 +330,7 @@ class LaplaceNoisyPoissonRV(SymbolicRandomVariable):
         y = pt.cast(s, "float64") + noise
         return cls(
             inputs=[rng, size, mu, epsilon, sensitivity],
-            outputs=[final_rng, y],
+            outputs=[final_rng, _to_floatx(y)],
         )(rng, size, mu, epsilon, sensitivity)
 
 
@@ -368,16 +400,33 @@ class LaplaceNoisyPoisson(_NoImputeContinuous):
             point = pt.full(size, point)
         return point
 
+    @_floatx_out
     def logp(value, mu, epsilon, sensitivity):
         _check_batch_of(value, mu=mu, epsilon=epsilon, sensitivity=sensitivity)
         finite, safe = _finite_reports(value)
         res = cmath.poisson_laplace_logp(safe, mu, epsilon, sensitivity)
         res = _ninf_where_not(finite, res)
-        return check_parameters(
-            res,
-            *_all_finite(mu, epsilon, sensitivity),
-            mu >= 0,
-            epsilon > 0,
-            sensitivity > 0,
-            msg="finite parameters, mu >= 0, epsilon > 0, sensitivity > 0",
+        return _poisson_checks(res, mu, epsilon, sensitivity)
+
+    @_floatx_out
+    def logcdf(value, mu, epsilon, sensitivity):
+        return _count_cdf(cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity)
+
+    @_floatx_out
+    def logccdf(value, mu, epsilon, sensitivity):
+        return _count_cdf(
+            cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity, tail=True
         )
+
+    icdf = _refuse("LaplaceNoisyPoisson", "icdf", _NO_ICDF)
+
+
+def _poisson_checks(res, mu, epsilon, sensitivity):
+    return check_parameters(
+        res,
+        *_all_finite(mu, epsilon, sensitivity),
+        mu >= 0,
+        epsilon > 0,
+        sensitivity > 0,
+        msg="finite parameters, mu >= 0, epsilon > 0, sensitivity > 0",
+    )

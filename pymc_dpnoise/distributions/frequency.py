@@ -20,12 +20,23 @@ from pytensor.tensor.random.utils import normalize_size_param
 from .. import math as dpmath
 from .._validation import check_finite, check_positive, check_required, constant_value
 from ..mechanisms.frequency import MAX_EPSILON  # one limit for the release and the likelihood
-from ._common import _check_value_batch, _check_value_width, _f64, _guard_data, _static_dim
+from ._common import (
+    _check_observed,
+    _check_value_batch,
+    _check_value_width,
+    _f64,
+    _guard_data,
+    _refuse_cdfs,
+    _static_dim,
+)
 
 __all__ = ["KRRLikelihood", "OUELikelihood", "SUELikelihood", "UnaryEncodingLikelihood"]
 
 #: tolerance of the check that ``p`` sums to one
 SIMPLEX_ATOL = 1e-6
+_UNORDERED = (
+    "a report is a category id, and categories have no order (a CDF would depend on the labels)"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -34,26 +45,8 @@ SIMPLEX_ATOL = 1e-6
 
 
 def _observed_array(name, observed):
-    if observed is None:
-        return None
-    data = observed
-    if hasattr(data, "to_numpy"):  # pandas / xarray
-        data = data.to_numpy()
-    if isinstance(data, np.ma.MaskedArray):
-        raise ValueError(
-            f"{name}: observed reports are a masked array; missing reports cannot be imputed "
-            "through a privacy mechanism. Drop them before building the model."
-        )
-    value = constant_value(data, f"{name}: observed")
-    if value is None:
-        return None
-    if not np.all(np.isfinite(value)):
-        raise ValueError(
-            f"{name}: observed reports must be finite; found "
-            f"{int((~np.isfinite(value)).sum())} NaN/inf value(s). This distribution does not "
-            "impute missing reports: drop them before building the model."
-        )
-    return value
+    """The constant observed reports as an array (None if symbolic); refuses NaN/inf/masked."""
+    return _check_observed(name, observed)
 
 
 def _k_of(p):
@@ -298,6 +291,29 @@ def _simplex_conditions(p):
     return [pt.all(pt.ge(p, 0), axis=-1), pt.le(pt.abs(p.sum(-1) - 1), SIMPLEX_ATOL)]
 
 
+def _validate_epsilon_params(p, epsilon, counts, kwargs, event_ndim=1):
+    """``dist`` validation of the (p, epsilon, counts) classes: OUE, SUE and k-RR."""
+    check_required(p=p, epsilon=epsilon, counts=counts)
+    _check_simplex(p)
+    _check_epsilon(epsilon)
+    _check_counts(counts)
+    scalars = dict(epsilon=epsilon, counts=counts)
+    _check_batch(scalars, p, kwargs.get("shape"), event_ndim=event_ndim)
+
+
+def _epsilon_param_checks(res, p, epsilon, counts):
+    """``check_parameters`` of the (p, epsilon, counts) classes."""
+    return check_parameters(
+        res,
+        *_simplex_conditions(p),
+        epsilon > 0,
+        epsilon <= MAX_EPSILON,
+        counts >= 0,
+        pt.isfinite(counts),
+        msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, finite counts >= 0",
+    )
+
+
 class OUELikelihood(_FrequencyBase):
     r"""Optimal-unary-encoding reports of items drawn from ``p`` (local DP histograms).
 
@@ -305,7 +321,7 @@ class OUELikelihood(_FrequencyBase):
     one-hot encodes it and reports every bit through randomized response: the item's own bit
     is 1 with probability 1/2, every other bit is 1 with probability :math:`1/(1+e^\epsilon)`
     (Wang et al. 2017; LDP paper eq. 9).  Marginalising the item (LDP paper, Supplement 11,
-    eq. 33; REFERENCE §2.3), for a report :math:`z \in \{0,1\}^k` with :math:`|z|` ones,
+    eq. 33), for a report :math:`z \in \{0,1\}^k` with :math:`|z|` ones,
 
     .. math::
 
@@ -316,10 +332,13 @@ class OUELikelihood(_FrequencyBase):
     lookup tables (:func:`pymc_dpnoise.math.bits_dot`), so the cost is
     :math:`\lceil k/8 \rceil` gathers per report.
 
-    ========  ==========================================================
+    ========  ==================================================================
     Support   :math:`z \in \{0, 1\}^k`
-    Mean      :math:`E[z_j] = 1/(1+e^\epsilon) + (1/2 - 1/(1+e^\epsilon))\,\theta_j`
-    ========  ==========================================================
+    Mean      :math:`q_j = E[z_j] = b + (a - b)\,\theta_j`, :math:`a = 1/2`,
+              :math:`b = 1/(1+e^\epsilon)`
+    Variance  :math:`\mathrm{Var}[z_j] = q_j(1 - q_j)`,
+              :math:`\mathrm{Cov}[z_i, z_j] = -(a - b)^2\theta_i\theta_j` (:math:`i \ne j`)
+    ========  ==================================================================
 
     Parameters
     ----------
@@ -352,14 +371,11 @@ class OUELikelihood(_FrequencyBase):
 
     rv_type = OUERV
     rv_op = OUERV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("OUELikelihood")
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
-        check_required(p=p, epsilon=epsilon, counts=counts)
-        _check_simplex(p)
-        _check_epsilon(epsilon)
-        _check_counts(counts)
-        _check_batch(dict(epsilon=epsilon, counts=counts), p, kwargs.get("shape"))
+        _validate_epsilon_params(p, epsilon, counts, kwargs)
         return super().dist([p, epsilon, counts], **kwargs)
 
     def support_point(rv, size, p, epsilon, counts):
@@ -371,15 +387,7 @@ class OUELikelihood(_FrequencyBase):
         value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
         res = dpmath.oue_logp(value, p, epsilon)
         res = pt.switch(_valid_bits(value), res * counts, -np.inf)
-        return check_parameters(
-            res,
-            *_simplex_conditions(p),
-            epsilon > 0,
-            epsilon <= MAX_EPSILON,
-            counts >= 0,
-            pt.isfinite(counts),
-            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, finite counts >= 0",
-        )
+        return _epsilon_param_checks(res, p, epsilon, counts)
 
 
 class SUELikelihood(_FrequencyBase):
@@ -392,27 +400,39 @@ class SUELikelihood(_FrequencyBase):
     unary-encoding form (:func:`pymc_dpnoise.math.unary_encoding_logp`) with
     :math:`\operatorname{logit} a - \operatorname{logit} b = \epsilon`.
 
-    ========  ==========================================================
+    ========  ==================================================================
     Support   :math:`z \in \{0, 1\}^k`
-    Mean      :math:`E[z_j] = b + (a - b)\,\theta_j`
-    ========  ==========================================================
+    Mean      :math:`q_j = E[z_j] = b + (a - b)\,\theta_j`
+    Variance  :math:`\mathrm{Var}[z_j] = q_j(1 - q_j)`,
+              :math:`\mathrm{Cov}[z_i, z_j] = -(a - b)^2\theta_i\theta_j` (:math:`i \ne j`)
+    ========  ==================================================================
 
     Parameters
     ----------
     p, epsilon, counts
         As for :class:`OUELikelihood`.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_dpnoise import SUELikelihood
+    >>> from pymc_dpnoise.mechanisms import sue_perturb
+    >>> rng = np.random.default_rng(0)
+    >>> reports = sue_perturb(rng.choice(3, size=1000, p=[0.6, 0.3, 0.1]), 3, 2.0, rng)
+    >>> with pm.Model() as model:
+    ...     theta = pm.Dirichlet("theta", np.ones(3))
+    ...     z = SUELikelihood("z", p=theta, epsilon=2.0, observed=reports)
+    >>> bool(np.isfinite(model.compile_logp()(model.initial_point())))
+    True
     """
 
     rv_type = SUERV
     rv_op = SUERV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("SUELikelihood")
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
-        check_required(p=p, epsilon=epsilon, counts=counts)
-        _check_simplex(p)
-        _check_epsilon(epsilon)
-        _check_counts(counts)
-        _check_batch(dict(epsilon=epsilon, counts=counts), p, kwargs.get("shape"))
+        _validate_epsilon_params(p, epsilon, counts, kwargs)
         return super().dist([p, epsilon, counts], **kwargs)
 
     def support_point(rv, size, p, epsilon, counts):
@@ -424,15 +444,7 @@ class SUELikelihood(_FrequencyBase):
         value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
         res = dpmath.sue_logp(value, p, epsilon)
         res = pt.switch(_valid_bits(value), res * counts, -np.inf)
-        return check_parameters(
-            res,
-            *_simplex_conditions(p),
-            epsilon > 0,
-            epsilon <= MAX_EPSILON,
-            counts >= 0,
-            pt.isfinite(counts),
-            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, finite counts >= 0",
-        )
+        return _epsilon_param_checks(res, p, epsilon, counts)
 
 
 class UnaryEncodingLikelihood(_FrequencyBase):
@@ -453,6 +465,13 @@ class UnaryEncodingLikelihood(_FrequencyBase):
     ``keep_prob < flip_prob`` (an inverted encoding) is allowed; ``keep_prob == flip_prob``
     carries no information and is allowed too (the likelihood is then flat in ``p``).
 
+    ========  ==================================================================
+    Support   :math:`z \in \{0, 1\}^k`
+    Mean      :math:`q_j = E[z_j] = b + (a - b)\,\theta_j`
+    Variance  :math:`\mathrm{Var}[z_j] = q_j(1 - q_j)`,
+              :math:`\mathrm{Cov}[z_i, z_j] = -(a - b)^2\theta_i\theta_j` (:math:`i \ne j`)
+    ========  ==================================================================
+
     Parameters
     ----------
     p : tensor_like of float, shape (..., k)
@@ -461,10 +480,26 @@ class UnaryEncodingLikelihood(_FrequencyBase):
         :math:`a` and :math:`b`, each in (0, 1); they broadcast per report.
     counts : tensor_like of float, optional
         As for :class:`OUELikelihood`.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_dpnoise import UnaryEncodingLikelihood
+    >>> from pymc_dpnoise.mechanisms import unary_encoding_perturb
+    >>> rng = np.random.default_rng(0)
+    >>> items = rng.choice(4, size=1000, p=[0.4, 0.3, 0.2, 0.1])
+    >>> reports = unary_encoding_perturb(items, 4, 0.75, 0.25, rng)
+    >>> with pm.Model() as model:
+    ...     theta = pm.Dirichlet("theta", np.ones(4))
+    ...     z = UnaryEncodingLikelihood("z", p=theta, keep_prob=0.75, flip_prob=0.25,
+    ...                                 observed=reports)
+    >>> pm.draw(model["z"], random_seed=1).shape
+    (1000, 4)
     """
 
     rv_type = UnaryEncodingRV
     rv_op = UnaryEncodingRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("UnaryEncodingLikelihood")
 
     @classmethod
     def dist(cls, p, keep_prob, flip_prob, counts=1.0, **kwargs):
@@ -540,10 +575,12 @@ class KRRLikelihood(_FrequencyBase):
         \log p(y \mid \theta) = \log\bigl(1 + (e^\epsilon - 1)\,\theta_y\bigr)
             - \log(e^\epsilon + k - 1).
 
-    ========  ==========================================================
-    Support   :math:`y \in \{0, \dots, k-1\}`
-    Mean      :math:`P(y = j) = (1 + (e^\epsilon - 1)\theta_j)/(e^\epsilon + k - 1)`
-    ========  ==========================================================
+    ========  ==================================================================
+    Support   :math:`y \in \{0, \dots, k-1\}` (category ids, unordered)
+    pmf       :math:`q_j = P(y = j) = (1 + (e^\epsilon - 1)\theta_j)/(e^\epsilon + k - 1)`
+    Mean      of the one-hot report: :math:`q`; of the id itself not meaningful
+    Variance  of the one-hot report: :math:`\mathrm{diag}(q) - q q^T`
+    ========  ==================================================================
 
     Parameters
     ----------
@@ -571,15 +608,12 @@ class KRRLikelihood(_FrequencyBase):
 
     rv_type = KRRRV
     rv_op = KRRRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("KRRLikelihood", _UNORDERED)
     _bits = False
 
     @classmethod
     def dist(cls, p, epsilon, counts=1.0, **kwargs):
-        check_required(p=p, epsilon=epsilon, counts=counts)
-        _check_simplex(p)
-        _check_epsilon(epsilon)
-        _check_counts(counts)
-        _check_batch(dict(epsilon=epsilon, counts=counts), p, kwargs.get("shape"), event_ndim=0)
+        _validate_epsilon_params(p, epsilon, counts, kwargs, event_ndim=0)
         return super().dist([p, epsilon, counts], **kwargs)
 
     def support_point(rv, size, p, epsilon, counts):
@@ -603,12 +637,4 @@ class KRRLikelihood(_FrequencyBase):
             valid = valid & pt.eq(value, pt.floor(value))
         safe = pt.switch(valid, value, 0)
         res = pt.switch(valid, dpmath.krr_logp(safe, p, epsilon) * counts, -np.inf)
-        return check_parameters(
-            res,
-            *_simplex_conditions(p),
-            epsilon > 0,
-            epsilon <= MAX_EPSILON,
-            counts >= 0,
-            pt.isfinite(counts),
-            msg=f"p on the simplex, 0 < epsilon <= {MAX_EPSILON:g}, finite counts >= 0",
-        )
+        return _epsilon_param_checks(res, p, epsilon, counts)

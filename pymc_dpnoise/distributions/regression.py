@@ -19,7 +19,8 @@ from pymc.distributions.distribution import SymbolicRandomVariable, maybe_resize
 from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import normalize_rng_param
-from pytensor.tensor.random.basic import multivariate_normal, normal, uniform
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.tensor.random.basic import gamma, multivariate_normal, normal, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import (
@@ -35,11 +36,15 @@ from ._common import (
     _check_observed,
     _check_value_batch,
     _check_value_width,
+    _cov_or_chol,
     _f64,
     _finite_reports,
+    _floatx_out,
     _ninf_where_not,
     _NoImputeContinuous,
+    _refuse_cdfs,
     _static_dim,
+    _to_floatx,
 )
 
 #: most nodes of each quadrature rule: the Gauss-Laguerre rule solves a nodes x nodes
@@ -49,7 +54,7 @@ MAX_NODES = 1000
 #: largest |theta| of the logistic model: theta' A theta is formed, and overflows near 1e154
 MAX_COEFFICIENT = np.float64(1e150)
 
-__all__ = ["PerturbedLinReg", "PerturbedLogReg"]
+__all__ = ["PerturbedLinReg", "PerturbedLinRegSummary", "PerturbedLogReg"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,7 +122,14 @@ def _check_sigma_x(sigma_x, d):
 def _sigma_x_vector(sigma_x, theta):
     sigma_x = _f64(sigma_x)
     if sigma_x.ndim == 0:
-        sigma_x = pt.alloc(sigma_x, pt.as_tensor_variable(theta).shape[-1])
+        # with a static d the vector depends on sigma_x only: print(model) then shows it as a
+        # constant or f(sigma_x), not f(theta)
+        d = _static_last_dim(theta)
+        # a pm.Data (shared) sigma_x can change with set_data: fold true constants only
+        known = None if isinstance(sigma_x, SharedVariable) else constant_value(sigma_x)
+        if d is not None and known is not None:
+            return pt.as_tensor_variable(np.full(d, known, dtype="float64"))
+        sigma_x = pt.alloc(sigma_x, pt.as_tensor_variable(theta).shape[-1] if d is None else d)
     return sigma_x
 
 
@@ -195,6 +207,22 @@ def _support_point(size, d, *batch_terms):
 # --------------------------------------------------------------------------------------------
 
 
+class _RegressionReports(_NoImputeContinuous):
+    """Refuses non-finite observed rows and rows of the wrong width (d + 1) before PyMC sees them."""
+
+    _labels = False  # whether the last column is a 0/1 label
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        theta = kwargs.get("theta", args[0] if args else None)
+        d = _static_last_dim(theta) if theta is not None else None
+        _check_observed(name, observed)
+        _check_observed_width(name, observed, d, labels=cls._labels)
+        # the checks above include _NoImputeContinuous's: skip to PyMC's constructor
+        return super(_NoImputeContinuous, cls).__new__(
+            cls, name, *args, observed=observed, **kwargs
+        )
+
+
 class PerturbedLinRegRV(SymbolicRandomVariable):
     """Draws: x ~ MvNormal(0, cov); y = theta.x + N(0, sigma); [x + N(0, sigma_x), y + N(0, sigma_y)]."""
 
@@ -223,18 +251,18 @@ class PerturbedLinRegRV(SymbolicRandomVariable):
         z = pt.concatenate([zx, zy[..., None]], axis=-1)
         return cls(
             inputs=[rng, size, theta, sigma, cov, sigma_x, sigma_y],
-            outputs=[r4, z],
+            outputs=[r4, _to_floatx(z)],
         )(rng, size, theta, sigma, cov, sigma_x, sigma_y)
 
 
-class PerturbedLinReg(_NoImputeContinuous):
+class PerturbedLinReg(_RegressionReports):
     r"""Linear regression on locally private features and responses (Gaussian mechanism).
 
     Each person holds :math:`x \sim N(0, \Sigma)` (d features, ``cov`` = Σ) and
     :math:`y = \theta^T x + N(0, \sigma^2)`, and reports
     :math:`z_x = x + N(0, \mathrm{diag}(\sigma_x^2))` and :math:`z_y = y + N(0, \sigma_y^2)`
     (LDP paper, Supplement 12.1, eq. 34).  Marginalising :math:`x` and :math:`y` (eqs. 35-41)
-    gives the joint Gaussian (REFERENCE §2.4)
+    gives the joint Gaussian (:func:`pymc_dpnoise.math.perturbed_linreg_cov`)
 
     .. math::
 
@@ -268,6 +296,8 @@ class PerturbedLinReg(_NoImputeContinuous):
         Covariance Σ of the clean features (positive definite), e.g. the papers' scaled LKJ
         prior from :func:`pymc_dpnoise.priors.scaled_lkj_cov` (it samples the scales and the
         correlations separately; ``pm.LKJCholeskyCov`` under-covers small scales here).
+    chol : tensor_like of float, shape (d, d), optional
+        Lower Cholesky factor of Σ, instead of ``cov`` (as ``pm.MvNormal`` takes).
     sigma_x : tensor_like of float, scalar or shape (d,)
         Standard deviation of the Gaussian noise on each feature, > 0.
     sigma_y : tensor_like of float
@@ -309,16 +339,13 @@ class PerturbedLinReg(_NoImputeContinuous):
 
     rv_type = PerturbedLinRegRV
     rv_op = PerturbedLinRegRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("PerturbedLinReg")
 
-    def __new__(cls, name, *args, observed=None, **kwargs):
-        theta = kwargs.get("theta", args[0] if args else None)
-        d = _static_last_dim(theta) if theta is not None else None
-        _check_observed(name, observed)
-        _check_observed_width(name, observed, d, labels=False)
-        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+    _labels = False
 
     @classmethod
-    def dist(cls, theta, sigma, cov, sigma_x, sigma_y, **kwargs):
+    def dist(cls, theta, sigma, cov=None, sigma_x=None, sigma_y=None, *, chol=None, **kwargs):
+        cov = _cov_or_chol(cov, chol)
         check_required(theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y)
         d = _check_theta(theta)
         check_positive("sigma", sigma)
@@ -343,6 +370,7 @@ class PerturbedLinReg(_NoImputeContinuous):
             size, d, theta[..., 0], sigma, cov[..., 0, 0], sigma_x[..., 0], sigma_y
         )
 
+    @_floatx_out
     def logp(value, theta, sigma, cov, sigma_x, sigma_y):
         finite, value = _checked_reports(
             value, theta, sigma=(sigma, 0), cov=(cov, 2), sigma_x=(sigma_x, 1), sigma_y=(sigma_y, 0)
@@ -357,6 +385,131 @@ class PerturbedLinReg(_NoImputeContinuous):
             pt.all(sigma_x > 0),
             ok,
             msg="sigma > 0, sigma_y > 0, sigma_x > 0, cov positive definite",
+        )
+
+
+class PerturbedLinRegSummaryRV(SymbolicRandomVariable):
+    """Draws: the scatter matrix of N reports, Wishart(N, C), by the Bartlett decomposition."""
+
+    name = "perturbed_linreg_summary"
+    extended_signature = "[rng],[size],(d),(),(d,d),(d),(),()->[rng],(p,p)"
+    _print_name = ("PerturbedLinRegSummary", "\\operatorname{PerturbedLinRegSummary}")
+
+    @classmethod
+    def rv_op(cls, theta, sigma, cov, sigma_x, sigma_y, n, *, size=None, rng=None):
+        theta, sigma, cov, sigma_y, n = map(_f64, (theta, sigma, cov, sigma_y, n))
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        rng = normalize_rng_param(rng)
+        size = normalize_size_param(size)
+        if not (rv_size_is_none(size) or size.type.shape == (0,)):
+            raise NotImplementedError(
+                "size: summary distributions take unbatched parameters (one summary per variable)"
+            )
+        c = rmath.perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y)
+        m = c.shape[-1]
+        chol = pt.linalg.cholesky(c, lower=True)
+        # Bartlett: S = L A A^T L^T, A lower triangular, A_ii^2 ~ chi2(N - i), A_ij ~ N(0, 1)
+        r1, diag2 = gamma(0.5 * (n - pt.arange(m)), scale=2.0, rng=rng, return_next_rng=True)
+        r2, low = normal(0.0, 1.0, size=pt.stack([m, m]), rng=r1, return_next_rng=True)
+        a = pt.tril(low, -1) + pt.diag(pt.sqrt(diag2))
+        la = pt.dot(chol, a)
+        return cls(
+            inputs=[rng, size, theta, sigma, cov, sigma_x, sigma_y, n],
+            outputs=[r2, pt.dot(la, la.T)],
+        )(rng, size, theta, sigma, cov, sigma_x, sigma_y, n)
+
+
+class PerturbedLinRegSummary(_NoImputeContinuous):
+    r"""N perturbed-input linear-regression reports observed through their scatter matrix.
+
+    The same model as :class:`PerturbedLinReg`; the observed value is :math:`S = W^T W`
+    (the :math:`(d+1)\times(d+1)` scatter matrix of the report rows :math:`w_i = [z_x, z_y]`,
+    i.e. :math:`Z_x^T Z_x`, :math:`Z_x^T z_y`, :math:`z_y^T z_y`), which is sufficient:
+
+    .. math::
+
+        \log p(S \mid \theta) = -\tfrac12\bigl(N \log|2\pi C| + \mathrm{tr}(C^{-1} S)\bigr)
+
+    equals the sum of the N per-report log densities exactly (the Wishart normalising terms,
+    which do not depend on the parameters, are left out so that the value matches
+    :class:`PerturbedLinReg`'s summed log likelihood).  Pass the
+    :class:`~pymc_dpnoise.summaries.ScatterSummary` of
+    :func:`~pymc_dpnoise.summaries.summarize_regression` as ``observed`` (N is read from it):
+    it can be built from files and dataframes of any size without loading them.  Random draws
+    are scatter matrices of N simulated reports, :math:`S \sim \mathrm{Wishart}(N, C)`
+    (Bartlett decomposition, O(d²) whatever N), so predictive checks work on the summary.
+
+    Parameters
+    ----------
+    theta, sigma, cov, sigma_x, sigma_y :
+        As in :class:`PerturbedLinReg` (no batch dimensions).
+    n : int
+        Number of reports; read from ``observed`` when it is a ``ScatterSummary``.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_dpnoise.distributions.regression import PerturbedLinRegSummary
+    >>> from pymc_dpnoise.summaries import summarize_regression
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(5000, 2))
+    >>> y = x @ np.array([1.0, -0.5]) + rng.normal(0.0, 0.3, 5000)
+    >>> w = np.column_stack([x + rng.normal(0, 0.5, x.shape), y + rng.normal(0, 0.5, 5000)])
+    >>> with pm.Model():
+    ...     theta = pm.Normal("theta", 0.0, 5.0, shape=2)
+    ...     sigma = pm.HalfNormal("sigma", 1.0)
+    ...     obs = PerturbedLinRegSummary("z", theta=theta, sigma=sigma, cov=np.eye(2),
+    ...                                  sigma_x=0.5, sigma_y=0.5,
+    ...                                  observed=summarize_regression(w))
+    """
+
+    rv_type = PerturbedLinRegSummaryRV
+    rv_op = PerturbedLinRegSummaryRV.rv_op
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        from ..summaries import ScatterSummary
+
+        if isinstance(observed, ScatterSummary):
+            if kwargs.get("n") is not None and kwargs["n"] != observed.n:
+                raise ValueError(
+                    f"n: {kwargs['n']!r} differs from the observed summary's {observed.n}"
+                )
+            kwargs["n"] = observed.n
+            observed = observed.scatter
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(cls, theta, sigma, cov, sigma_x, sigma_y, n=None, **kwargs):
+        check_required(theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y, n=n)
+        d = _check_theta(theta)
+        check_positive("sigma", sigma)
+        _check_cov(cov, d)
+        _check_sigma_x(sigma_x, d)
+        check_positive("sigma_y", sigma_y)
+        check_positive("n", n)
+        theta = _f64(theta)
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        return super().dist([theta, sigma, cov, sigma_x, sigma_y, n], **kwargs)
+
+    def support_point(rv, size, theta, sigma, cov, sigma_x, sigma_y, n):
+        return n * rmath.perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y)
+
+    def logp(value, theta, sigma, cov, sigma_x, sigma_y, n):
+        c = rmath.perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y)
+        chol, ok = rmath._safe_cholesky(c)
+        prec = rmath._inverse_from_chol(chol)
+        m = pt.cast(c.shape[-1], "float64")
+        res = -0.5 * (n * (m * np.log(2 * np.pi) + rmath._logdet_from_chol(chol)))
+        res = res - 0.5 * pt.sum(prec * value)
+        return check_parameters(
+            res,
+            *_all_finite(theta, sigma, cov, sigma_x, sigma_y),
+            sigma > 0,
+            sigma_y > 0,
+            pt.all(sigma_x > 0),
+            n > 0,
+            ok,
+            msg="sigma > 0, sigma_y > 0, sigma_x > 0, n > 0, cov positive definite",
         )
 
 
@@ -404,7 +557,7 @@ class PerturbedLogRegRV(SymbolicRandomVariable):
         z = pt.concatenate([zx, zy[..., None]], axis=-1)
         return cls(
             inputs=[rng, size, theta, cov, sigma_x, epsilon_y],
-            outputs=[r4, z],
+            outputs=[r4, _to_floatx(z)],
         )(rng, size, theta, cov, sigma_x, epsilon_y)
 
 
@@ -466,7 +619,7 @@ def _logreg_rv_op(
     return _logreg_rv_type(*opts).rv_op(theta, cov, sigma_x, epsilon_y, size=size, rng=rng)
 
 
-class PerturbedLogReg(_NoImputeContinuous):
+class PerturbedLogReg(_RegressionReports):
     r"""Logistic regression on locally private features (Gaussian) and labels (randomized response).
 
     Each person holds :math:`x \sim N(0, \Sigma)` and a label
@@ -495,7 +648,7 @@ class PerturbedLogReg(_NoImputeContinuous):
       replaced by its degree-``degree`` Chebyshev projection on ``interval`` and the expectation
       is taken with Gaussian moments; the result is clipped to [0, 1].  ``degree=2`` on a
       symmetric interval reproduces the paper, and then ignores the variance
-      :math:`\theta^T A\theta` (REFERENCE §2.5).  It is accurate only while
+      :math:`\theta^T A\theta`.  It is accurate only while
       :math:`N(\theta^T h, \theta^T A\theta)` stays well inside ``interval``, and even there its
       error is far above 1e-3 at low degree: e.g. degree 2 on (-4, 4) is off by up to 0.11
       for :math:`|\theta^T h| \le 2`, sd ≤ 1; degree 13 on (-6, 6) by 5e-4.  Outside the
@@ -503,7 +656,10 @@ class PerturbedLogReg(_NoImputeContinuous):
 
     ========  ==============================================================
     Support   :math:`z_x \in \mathbb{R}^d`, :math:`z_y \in \{0, 1\}` (one report per row)
-    Mean      :math:`E[z_x] = 0`
+    Mean      :math:`E[z_x] = 0`, :math:`m = E[z_y] = (1 - \rho) + (2\rho - 1)\,
+              E[\mathrm{sigmoid}(\theta^T x)]`
+    Variance  :math:`\mathrm{Cov}[z_x] = \Sigma + \mathrm{diag}(\sigma_x^2)`,
+              :math:`\mathrm{Var}[z_y] = m(1 - m)`
     ========  ==============================================================
 
     Parameters
@@ -512,6 +668,8 @@ class PerturbedLogReg(_NoImputeContinuous):
         Regression coefficients (log-odds per unit of x).
     cov : tensor_like of float, shape (d, d)
         Covariance Σ of the clean features, positive definite.
+    chol : tensor_like of float, shape (d, d), optional
+        Lower Cholesky factor of Σ, instead of ``cov`` (as ``pm.MvNormal`` takes).
     sigma_x : tensor_like of float, scalar or shape (d,)
         Standard deviation of the Gaussian noise on each feature, > 0.
     epsilon_y : tensor_like of float
@@ -542,28 +700,32 @@ class PerturbedLogReg(_NoImputeContinuous):
 
     rv_type = PerturbedLogRegRV
     rv_op = staticmethod(_logreg_rv_op)
+    logcdf, logccdf, icdf = _refuse_cdfs("PerturbedLogReg")
 
-    def __new__(cls, name, *args, observed=None, **kwargs):
-        theta = kwargs.get("theta", args[0] if args else None)
-        d = _static_last_dim(theta) if theta is not None else None
-        _check_observed(name, observed)
-        _check_observed_width(name, observed, d, labels=True)
-        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+    _labels = True
 
     @classmethod
     def dist(
         cls,
         theta,
-        cov,
-        sigma_x,
-        epsilon_y,
+        cov=None,
+        sigma_x=None,
+        epsilon_y=None,
         *,
+        chol=None,
         approximation="quadrature",
         degree=2,
         interval=(-4.0, 4.0),
         nodes=rmath.DEFAULT_NODES,
         **kwargs,
     ):
+        if "epsilon" in kwargs:
+            raise TypeError(
+                "epsilon: PerturbedLogReg takes `epsilon_y`, the budget of the label's randomized "
+                "response only (c * epsilon of perturb_logreg's total budget, the release's "
+                "`epsilon_y` field), not the total budget"
+            )
+        cov = _cov_or_chol(cov, chol)
         approximation, degree, interval, nodes = _logreg_options(
             approximation, degree, interval, nodes
         )
@@ -614,7 +776,7 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
     )
     res = _ninf_where_not(finite, res)
     res = maybe_resize(res, size)
-    return check_parameters(
+    res = check_parameters(
         res,
         *_all_finite(theta, cov, sigma_x, epsilon_y),
         pt.all(pt.abs(theta) <= MAX_COEFFICIENT),
@@ -623,3 +785,4 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         ok,
         msg=f"sigma_x > 0, epsilon_y > 0, cov positive definite, |theta| <= {MAX_COEFFICIENT:g}",
     )
+    return _to_floatx(res)

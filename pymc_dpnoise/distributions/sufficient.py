@@ -18,10 +18,13 @@ from ._common import (
     _all_finite,
     _check_value_batch,
     _check_value_width,
+    _cov_or_chol,
     _f64,
     _finite_reports,
     _ninf_where_not,
     _NoImputeContinuous,
+    _refuse_cdfs,
+    _to_floatx,
 )
 
 __all__ = ["SSNormalApprox"]
@@ -60,7 +63,7 @@ class SSNormalApproxRV(SymbolicRandomVariable):
         z = mean + pt.sum(chol * eps[..., None, :], axis=-1)
         return cls(
             inputs=[rng, size, theta, cov, n, noise_cov, sigma],
-            outputs=[next_rng, z],
+            outputs=[next_rng, _to_floatx(z)],
             glm=glm,
             order=order,
         )(rng, size, theta, cov, n, noise_cov, sigma)
@@ -132,6 +135,8 @@ class SSNormalApprox(_NoImputeContinuous):
         Regression coefficients (inputs are centred; no intercept).  ``d`` must be static.
     cov : tensor_like of float, shape (..., d, d)
         Covariance :math:`\Sigma` of the inputs, positive definite.
+    chol : tensor_like of float, shape (..., d, d), optional
+        Lower Cholesky factor of :math:`\Sigma`, instead of ``cov`` (as ``pm.MvNormal`` takes).
     n : tensor_like of float, shape (...)
         Number of records, > 0.
     noise_cov : tensor_like of float, shape (..., m, m)
@@ -167,9 +172,23 @@ class SSNormalApprox(_NoImputeContinuous):
 
     rv_type = SSNormalApproxRV
     rv_op = SSNormalApproxRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("SSNormalApprox")
 
     @classmethod
-    def dist(cls, theta, cov, n, noise_cov, glm, sigma=None, *, order=3, **kwargs):
+    def dist(
+        cls,
+        theta,
+        cov=None,
+        n=None,
+        noise_cov=None,
+        glm=None,
+        sigma=None,
+        *,
+        chol=None,
+        order=3,
+        **kwargs,
+    ):
+        cov = _cov_or_chol(cov, chol)
         check_required(theta=theta, cov=cov, n=n, noise_cov=noise_cov)
         if glm not in ssmath.GLMS:
             raise ValueError(f"`glm` must be one of {ssmath.GLMS}; got {glm!r}")
@@ -266,7 +285,7 @@ def _ss_normal_approx_logp(op, values, rng, size, theta, cov, n, noise_cov, sigm
     (value,) = values
     # The value carries the batch shape (size + (m,)), so no broadcast to ``size`` is needed;
     # a value with extra leading dimensions (several releases) is evaluated elementwise.
-    return _logp_core(op, value, theta, cov, n, noise_cov, sigma)
+    return _to_floatx(_logp_core(op, value, theta, cov, n, noise_cov, sigma))
 
 
 def _register_support_point():

@@ -25,6 +25,13 @@ GLM Figs. 3, 4              ``glm_sufficient_statistics.run_central``  ``glm_suf
 GLM Fig. 5                  ``glm_sufficient_statistics.run_fig5``     ``glm_sufficient_statistics.ipynb``  ``results/glm``
 LDP Figs. 4, 5 (suff. st.)  ``glm_sufficient_statistics.run_ldp``      ``glm_sufficient_statistics.ipynb``  ``results/glm``
 SSNormalApprox SBC          ``glm_sufficient_statistics.run_grid``     ``glm_sufficient_statistics.ipynb``  ``results/sbc_sufficient``
+B&S Fig. 1a, 1b (SBC)       ``expfam.run_calibration``                 ``expfam.ipynb``                     ``results/expfam``
+B&S Fig. 1c (MMD)           ``expfam.mmd_table``                       ``expfam.ipynb``                     ``results/expfam``
+small-area hierarchy        ``expfam.run_hierarchical``                ``expfam.ipynb``                     ``results/expfam``
+Zhang et al. Fig. 1         ``posterior_release.run_fig1``             ``posterior_release.ipynb``          ``results/posterior_release``
+Zhang et al. Fig. 2 (Wine)  ``posterior_release.run_fig2``             ``posterior_release.ipynb``          ``results/posterior_release``
+release readings (SBC)      ``posterior_release.run_sbc_exact``        ``posterior_release.ipynb``          ``results/posterior_release``
+privacy checks              ``posterior_release.run_privacy``          ``posterior_release.ipynb``          ``results/posterior_release``
 ==========================  =========================================  ===================================  ==========================
 
 Command-line entry points (``--mode fast`` or ``--mode full``; results cached, resumable)::
@@ -32,8 +39,9 @@ Command-line entry points (``--mode fast`` or ``--mode full``; results cached, r
     python -m pymc_dpnoise.experiments.ldp_calibration --mode full
     python -m pymc_dpnoise.experiments.ldp_regression --mode full --naive
     python -m pymc_dpnoise.experiments.glm_sufficient_statistics --mode full
+    python -m pymc_dpnoise.experiments.expfam --mode full
+    python -m pymc_dpnoise.experiments.posterior_release --mode full
 
-Room for the next papers: ``expfam`` (exponential families) and ``posterior_release``, each a
-module here with its notebook of the same name.  Nothing outside this subpackage imports from
-it: the library does not depend on the experiments.
+Each new paper gets a module here with its notebook of the same name.  Nothing outside this
+subpackage imports from it: the library does not depend on the experiments.
 """

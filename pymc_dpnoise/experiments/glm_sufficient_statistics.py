@@ -104,7 +104,7 @@ from ..mechanisms.core import analytic_gaussian_sigma, clip_rows
 from ..mechanisms.sufficient import release_sufficient_statistics, ss_sensitivity
 from ..priors import lkj_corr_draw, scaled_lkj_cov
 from .ldp_regression import SGD_GRID
-from .toolkit import coverage_summary, experiment_parser, run_sbc, sbc_coverage, write_table
+from .toolkit import coverage_summary, experiment_parser, result_coverage, run_sbc, write_table
 
 __all__ = [
     "D_PAD",
@@ -820,14 +820,8 @@ def run_grid(
         res, seconds = run_sbc(
             problem, reps, cfg, noise_aware=noise_aware, seed=seed, n_jobs=n_jobs
         )
-        tab = sbc_coverage(
-            res.quantiles,
-            res.param_names,
-            res.max_rhat,
-            res.divergences,
-            n_records=n,
-            noise_sd_total=float(np.sqrt(problem.noise_cov[0, 0])),
-        )
+        noise_sd = float(np.sqrt(problem.noise_cov[0, 0]))
+        tab = result_coverage(res, n_records=n, noise_sd_total=noise_sd)
         tab.insert(0, "epsilon", eps)
         tab.insert(0, "release", "local" if local else "central")
         tab.insert(0, "model", kind + (" noise-aware" if noise_aware else " naive"))

@@ -69,7 +69,7 @@ from ..diagnostics import SBCProblem, auc, rmse, sample_compiled
 from ..mechanisms.core import analytic_gaussian_sigma
 from ..mechanisms.regression import clip_response, perturb_linreg, perturb_logreg, split_epsilon
 from ..priors import lkj_corr_draw, scaled_lkj_cov
-from .toolkit import experiment_parser, run_sbc, sbc_coverage, seeded_rng, write_table
+from .toolkit import experiment_parser, result_coverage, run_sbc, seeded_rng, write_table
 
 __all__ = [
     "FIG5_APPROXIMATION",
@@ -159,6 +159,21 @@ def _lkj_cov(name, d, tau_sd):
     return chol @ chol.T
 
 
+def _regression_inputs(n, d, noise_y, theta_sd, tau_sd):
+    """What both perturbed-input models share, created in the current model: the data
+    ``reports`` (n, d + 1), and the likelihood arguments as a dict: the data ``sigma_x`` and
+    ``noise_y`` (the response's noise parameter), θ ~ N(0, theta_sd² I) and Σ under the scaled
+    LKJ(2) prior."""
+    import pymc as pm
+
+    reports = pm.Data("reports", np.zeros((n, d + 1)))
+    inputs = dict(sigma_x=pm.Data("sigma_x", 1.0))
+    inputs[noise_y] = pm.Data(noise_y, 1.0)
+    inputs["theta"] = pm.Normal("theta", 0.0, theta_sd, shape=d)
+    inputs["cov"] = _lkj_cov("chol", d, tau_sd)
+    return reports, inputs
+
+
 def build_linreg_model(n, d, *, theta_sd=THETA_SD, tau_sd=TAU_SD, sigma_sd=SIGMA_SD):
     """Noise-aware perturbed-input linear regression; data ``reports``, ``sigma_x``, ``sigma_y``.
 
@@ -172,21 +187,9 @@ def build_linreg_model(n, d, *, theta_sd=THETA_SD, tau_sd=TAU_SD, sigma_sd=SIGMA
     from ..distributions.regression import PerturbedLinReg
 
     with pm.Model() as model:
-        reports = pm.Data("reports", np.zeros((n, d + 1)))
-        sigma_x = pm.Data("sigma_x", 1.0)
-        sigma_y = pm.Data("sigma_y", 1.0)
-        theta = pm.Normal("theta", 0.0, theta_sd, shape=d)
-        cov = _lkj_cov("chol", d, tau_sd)
+        reports, inputs = _regression_inputs(n, d, "sigma_y", theta_sd, tau_sd)
         sigma = pm.HalfNormal("sigma", sigma_sd)
-        PerturbedLinReg(
-            "z",
-            theta=theta,
-            sigma=sigma,
-            cov=cov,
-            sigma_x=sigma_x,
-            sigma_y=sigma_y,
-            observed=reports,
-        )
+        PerturbedLinReg("z", sigma=sigma, observed=reports, **inputs)
     return model
 
 
@@ -210,21 +213,14 @@ def build_logreg_model(
     from ..distributions.regression import PerturbedLogReg
 
     with pm.Model() as model:
-        reports = pm.Data("reports", np.zeros((n, d + 1)))
-        sigma_x = pm.Data("sigma_x", 1.0)
-        epsilon_y = pm.Data("epsilon_y", 1.0)
-        theta = pm.Normal("theta", 0.0, theta_sd, shape=d)
-        cov = _lkj_cov("chol", d, tau_sd)
+        reports, inputs = _regression_inputs(n, d, "epsilon_y", theta_sd, tau_sd)
         PerturbedLogReg(
             "z",
-            theta=theta,
-            cov=cov,
-            sigma_x=sigma_x,
-            epsilon_y=epsilon_y,
             approximation=approximation,
             degree=degree,
             interval=interval,
             observed=reports,
+            **inputs,
         )
     return model
 
@@ -335,6 +331,13 @@ def _fit_info(info, draws):
     )
 
 
+def _fit(compiled, rng, draws, tune, target_accept, **data):
+    """NUTS on ``compiled`` with its ``pm.Data`` set to ``data``, seeded from the stream ``rng``."""
+    seed = int(rng.integers(2**31))
+    kw = dict(draws=draws, tune=tune, seed=seed, target_accept=target_accept)
+    return sample_compiled(compiled, **kw, **data)
+
+
 def _compare_private(
     compiled,
     splits,
@@ -372,14 +375,9 @@ def _compare_private(
         for r, s in enumerate(splits):
             rng = seeded_rng(seed, tag, 3, i, r)
             rel = release(s, eps, rng)
-            post, info = sample_compiled(
-                compiled,
-                draws=draws,
-                tune=tune,
-                seed=int(rng.integers(2**31)),
-                target_accept=TARGET_ACCEPT,
-                reports=rel.reports,
-                **{k: np.float64(getattr(rel, k)) for k in scales},
+            scale_data = {k: np.float64(getattr(rel, k)) for k in scales}
+            post, info = _fit(
+                compiled, rng, draws, tune, TARGET_ACCEPT, reports=rel.reports, **scale_data
             )
             base = dict(epsilon=eps, repeat=r)
             theta = post.mean(0)
@@ -580,12 +578,12 @@ def run_hierarchical(
             sx.append(rel.sigma_x)
             sy.append(rel.sigma_y)
         for label, flag in (("partial pooling", 1.0), ("independent", 0.0)):
-            post, info = sample_compiled(
+            post, info = _fit(
                 compiled,
-                draws=draws,
-                tune=tune,
-                seed=int(rng.integers(2**31)),
-                target_accept=target_accept,
+                rng,
+                draws,
+                tune,
+                target_accept,
                 pooled=np.float64(flag),
                 sigma_x=np.asarray(sx),
                 sigma_y=np.asarray(sy),
@@ -822,14 +820,8 @@ def run_grid(
                 max_rhat=res.max_rhat,
                 divergences=res.divergences,
             )
-        tab = sbc_coverage(
-            res.quantiles,
-            res.param_names,
-            res.max_rhat,
-            res.divergences,
-            epsilon=eps,
-            model=kind + (" noise-aware" if noise_aware else " naive"),
-        )
+        model = kind + (" noise-aware" if noise_aware else " naive")
+        tab = result_coverage(res, epsilon=eps, model=model)
         tab["seconds"] = seconds
         tables.append(tab)
     return pd.concat(tables, ignore_index=True)

@@ -6,7 +6,8 @@
   depend on the order or number of other configurations.
 * :func:`run_sbc` — one SBC run of a problem with a mode's settings, timed.
 * :func:`sbc_coverage` — the coverage table of one SBC run (per parameter and level) with the
-  sampler diagnostics and KS tests every SBC table reports.
+  sampler diagnostics and KS tests every SBC table reports; :func:`result_coverage` the same
+  for an :class:`~pymc_dpnoise.diagnostics.SBCResult`.
 * :func:`coverage_summary` — one row per (design, parameter) at one interval level.
 * :func:`write_table` — a table as CSV and Markdown.
 * :func:`experiment_parser` — the ``--mode/--out/--jobs`` command line shared by the
@@ -39,6 +40,7 @@ __all__ = [
     "cached",
     "coverage_summary",
     "experiment_parser",
+    "result_coverage",
     "run_sbc",
     "sbc_coverage",
     "seeded_rng",
@@ -109,6 +111,11 @@ def sbc_coverage(quantiles, names, max_rhat, divergences, *, ks=False, **design)
         tab["ks"] = [tests[p][0] for p in tab["param"]]
     tab["ks_p"] = [tests[p][1] for p in tab["param"]]
     return tab
+
+
+def result_coverage(res: SBCResult, **design) -> pd.DataFrame:
+    """:func:`sbc_coverage` of the quantiles and diagnostics held by ``res``."""
+    return sbc_coverage(res.quantiles, res.param_names, res.max_rhat, res.divergences, **design)
 
 
 def coverage_summary(tables: list[pd.DataFrame], level: float = 0.9, by=("model",)) -> pd.DataFrame:

@@ -24,9 +24,11 @@ from ._special import (
 )
 from .clipped import (
     _tilted_tails,  # noqa: F401  (documented in the API page)
+    clipped_exponential_laplace_log_cdfs,
     clipped_exponential_laplace_logp,
     clipped_exponential_summary_error_bound,
     clipped_exponential_summary_logp,
+    clipped_normal_laplace_log_cdfs,
     clipped_normal_laplace_logp,
     clipped_normal_summary_error_bound,
     clipped_normal_summary_logp,
@@ -37,10 +39,22 @@ from .clipped import (
     log_tilted_ndtr,
 )
 from .counts import (
+    binomial_laplace_log_cdfs,
     binomial_laplace_logp,
+    clamped_binomial_laplace_log_cdfs,
     clamped_binomial_laplace_logp,
     log_tilted_binomial_mgf,
+    poisson_laplace_log_cdfs,
     poisson_laplace_logp,
+)
+from .expfam import (
+    multinomial_counts_from_normal,
+    multinomial_laplace_logp,
+    multinomial_normal_mixture_logp,
+    normal_laplace_logp,
+    truncated_exponential_moments,
+    truncated_poisson_moments,
+    truncated_sum_laplace_logp,
 )
 from .frequency import (
     bits_dot,
@@ -72,14 +86,18 @@ from .sufficient import (
 )
 
 __all__ = [
+    "binomial_laplace_log_cdfs",
     "binomial_laplace_logp",
     "bits_dot",
     "chebyshev_sigmoid_coefficients",
     "chebyshev_sigmoid_monomials",
+    "clamped_binomial_laplace_log_cdfs",
     "clamped_binomial_laplace_logp",
+    "clipped_exponential_laplace_log_cdfs",
     "clipped_exponential_laplace_logp",
     "clipped_exponential_summary_error_bound",
     "clipped_exponential_summary_logp",
+    "clipped_normal_laplace_log_cdfs",
     "clipped_normal_laplace_logp",
     "clipped_normal_summary_error_bound",
     "clipped_normal_summary_logp",
@@ -99,12 +117,17 @@ __all__ = [
     "log_tilted_interval",
     "log_tilted_ndtr",
     "logistic_taylor_coefficients",
+    "multinomial_counts_from_normal",
+    "multinomial_laplace_logp",
+    "multinomial_normal_mixture_logp",
     "mvnormal_logp_chol",
     "mvnormal_rows_logp",
+    "normal_laplace_logp",
     "oue_logp",
     "perturbed_linreg_cov",
     "perturbed_linreg_logp",
     "perturbed_logreg_logp",
+    "poisson_laplace_log_cdfs",
     "poisson_laplace_logp",
     "ss_moments",
     "ss_normal_approx_logp",
@@ -112,5 +135,8 @@ __all__ = [
     "stat_names",
     "sue_logp",
     "t2_indices",
+    "truncated_exponential_moments",
+    "truncated_poisson_moments",
+    "truncated_sum_laplace_logp",
     "unary_encoding_logp",
 ]

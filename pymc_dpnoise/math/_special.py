@@ -152,6 +152,22 @@ def _log_binom_pmf(k, n, lq):
 
 
 @_njit
+def _lentz_step(an, bn, c, d, h):
+    """One step of the modified Lentz method (NR 5.2) for a continued fraction with partial
+    numerator ``an`` and denominator ``bn``: the new ``(c, d, h)`` (values of c and d within
+    _FPMIN of 0 replaced by _FPMIN; ``h`` the convergent) and whether h has converged."""
+    d = bn + an * d
+    if abs(d) < _FPMIN:
+        d = _FPMIN
+    c = bn + an / c
+    if abs(c) < _FPMIN:
+        c = _FPMIN
+    d = 1.0 / d
+    de = d * c
+    return c, d, h * de, abs(de - 1.0) < _EPS
+
+
+@_njit
 def _betacf(a, b, x):
     """Continued fraction of I_x(a, b) (modified Lentz, NR 6.4): I = x^a(1-x)^b/(a B) * h."""
     qab = a + b
@@ -166,25 +182,10 @@ def _betacf(a, b, x):
     for m in range(1, _MAXIT):
         m2 = 2.0 * m
         aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        if abs(d) < _FPMIN:
-            d = _FPMIN
-        c = 1.0 + aa / c
-        if abs(c) < _FPMIN:
-            c = _FPMIN
-        d = 1.0 / d
-        h *= d * c
+        c, d, h, _ = _lentz_step(aa, 1.0, c, d, h)
         aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        if abs(d) < _FPMIN:
-            d = _FPMIN
-        c = 1.0 + aa / c
-        if abs(c) < _FPMIN:
-            c = _FPMIN
-        d = 1.0 / d
-        de = d * c
-        h *= de
-        if abs(de - 1.0) < _EPS:
+        c, d, h, done = _lentz_step(aa, 1.0, c, d, h)
+        if done:
             break
     return h
 
@@ -228,16 +229,8 @@ def _gammacf(a, x):
     for i in range(1, _MAXIT):
         an = -i * (i - a)
         b += 2.0
-        d = an * d + b
-        if abs(d) < _FPMIN:
-            d = _FPMIN
-        c = b + an / c
-        if abs(c) < _FPMIN:
-            c = _FPMIN
-        d = 1.0 / d
-        de = d * c
-        h *= de
-        if abs(de - 1.0) < _EPS:
+        c, d, h, done = _lentz_step(an, b, c, d, h)
+        if done:
             break
     return h
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
+from ._laplace_cdf import split_log_cdfs
+
 __all__ = [
+    "clipped_exponential_laplace_log_cdfs",
     "clipped_exponential_laplace_logp",
     "clipped_exponential_summary_error_bound",
     "clipped_exponential_summary_logp",
+    "clipped_normal_laplace_log_cdfs",
     "clipped_normal_laplace_logp",
     "clipped_normal_summary_error_bound",
     "clipped_normal_summary_logp",
@@ -22,6 +26,8 @@ __all__ = [
 
 _SQRT2 = np.sqrt(2.0)
 _LOG2 = np.log(2.0)
+#: np.float64, not a Python float: under floatX="float32" PyTensor makes -1e-300 a float32 -0.0
+_MINUS_TINY = np.float64(-1e-300)
 
 
 def _as_f64(x):
@@ -85,7 +91,7 @@ def _logdiffexp(a, b):
     # difference is lost to rounding, b - a can come out as 0: the term is then taken as
     # e^{a - 690} instead of -inf (it is negligible next to the others wherever this happens;
     # without the clamp its gradient was NaN, e.g. for |mu| >= 1e16 in the clipped normal).
-    return a + pt.log1mexp(pt.minimum(b - a, -1e-300))
+    return a + pt.log1mexp(pt.minimum(b - a, _MINUS_TINY))
 
 
 def log_tilted_interval(lo, hi, kappa):
@@ -141,7 +147,7 @@ def _piecewise_by_region(z, lower, upper, params, outside_fn, inside_fn):
     gathered with ``nonzero`` and scattered back; parameters that are not scalars are
     broadcast and gathered with them.  With observed reports the index set is a constant
     that PyTensor folds at compile time.  Reports outside the interval thus cost one affine
-    function each: they enter the likelihood only through their count and sum (REFERENCE §2.1).
+    function each: they enter the likelihood only through their count and sum.
     """
     args = (z, lower, upper, *params)
     shape = pt.broadcast_shape(*args, arrays_are_shapes=False)
@@ -185,7 +191,7 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
             \log\Phi(\alpha),\; \log\Phi(-\beta) - \epsilon,\; J_\kappa(-\beta, -\alpha)\big),
 
     and symmetrically for :math:`z \ge b`.  Outside :math:`[a, b]` the report enters only
-    linearly (REFERENCE §2.1).  The paper's :math:`e^{(\epsilon\sigma)^2/2(b-a)^2}` factor is
+    linearly.  The paper's :math:`e^{(\epsilon\sigma)^2/2(b-a)^2}` factor is
     cancelled analytically inside :math:`J_\kappa`, so the expression is finite for every
     finite input, for :math:`\epsilon` from :math:`10^{-2}` to :math:`10^{2}` and
     :math:`\sigma/(b-a)` from :math:`10^{-3}` to :math:`10^{2}` (tested).
@@ -245,6 +251,71 @@ def _clipped_normal_inside(z, lower, upper, mu, sigma, epsilon):
     )
 
 
+def _clipped_normal_left_right(z, lower, upper, mu, sigma, epsilon):
+    # log L(z) and log R(z) (2 s p(z) = L + R) inside (a, b): the clean mass left of z (atom at
+    # a, normal on (a, z)) and right of z (normal on (z, b), atom at b), each weighted by the
+    # Laplace kernel's e^{-|z - x|/s}
+    s, kappa, alpha, beta, lphi_a, lphi_b, log_2s = _clipped_normal_common(
+        lower, upper, mu, sigma, epsilon
+    )
+    zeta = (z - mu) / sigma
+    left = _logsumexp_elemwise(lphi_a - (z - lower) / s, log_tilted_interval(alpha, zeta, kappa))
+    right = _logsumexp_elemwise(lphi_b - (upper - z) / s, log_tilted_interval(-beta, -zeta, kappa))
+    return left, right, zeta, s, log_2s
+
+
+def _outside_log_cdfs(z, lower, logp_outside, s):
+    # Outside [a, b] all the clean mass is on one side of z: F(z) = s p(z) left of the interval
+    # and 1 - F(z) = s p(z) right of it (module _laplace_cdf, with L = 0 or R = 0); s p <= 1/2
+    x = pt.minimum(logp_outside + pt.log(s), -_LOG2)
+    other = pt.log1mexp(x)
+    left = pt.le(z, lower)
+    return pt.switch(left, x, other), pt.switch(left, other, x)
+
+
+def _pick(pair, tail):
+    return pair[1] if tail else pair[0]
+
+
+def clipped_normal_laplace_log_cdfs(value, mu, sigma, lower, upper, epsilon, *, tail=False):
+    r"""Log CDF (``tail=False``) or log survival function (``tail=True``) of the clipped-Gaussian report.
+
+    Same model as :func:`clipped_normal_laplace_logp`.  Splitting
+    :math:`F(z) = \int F_L(z - x)\, dQ(x)` at :math:`x = z`
+    (:mod:`pymc_dpnoise.math._laplace_cdf`) gives a piecewise tilted normal CDF:
+
+    * :math:`z \le a`: all clean mass is right of z, :math:`F(z) = \tfrac12 R(z) = s\,p(z)`;
+    * :math:`z \ge b`: :math:`1 - F(z) = s\,p(z)`;
+    * :math:`a < z < b`: :math:`F(z) = \Phi(\zeta) - \tfrac12 L(z) + \tfrac12 R(z)` with
+
+      .. math::
+
+          L(z) = \Phi(\alpha) e^{-(z-a)/s} + e^{J_\kappa(\alpha, \zeta)}, \qquad
+          R(z) = \Phi(-\beta) e^{-(b-z)/s} + e^{J_\kappa(-\beta, -\zeta)},
+
+      the masses left and right of z tilted by the Laplace kernel (the same terms as in the
+      density, :math:`2s\,p(z) = L + R`), and :math:`1 - F(z) = \Phi(-\zeta) - \tfrac12 R + \tfrac12 L`.
+
+    Both are combined in log space so that :math:`\log F` is accurate relative to F where
+    :math:`F < 1/2` and relative to :math:`1 - F` elsewhere (:func:`split_log_cdfs`).
+    """
+    z = _as_f64(value)
+    mu, sigma, lower, upper, epsilon = map(_as_f64, (mu, sigma, lower, upper, epsilon))
+
+    def outside(z, lower, upper, mu, sigma, epsilon):
+        s = (upper - lower) / epsilon
+        logp = _clipped_normal_outside(z, lower, upper, mu, sigma, epsilon)
+        return _pick(_outside_log_cdfs(z, lower, logp, s), tail)
+
+    def inside(z, lower, upper, mu, sigma, epsilon):
+        left, right, zeta, _, _ = _clipped_normal_left_right(z, lower, upper, mu, sigma, epsilon)
+        true = pt.ones_like(zeta, dtype="bool")
+        pair = split_log_cdfs(log_ndtr(zeta), left, true, log_ndtr(-zeta), right, true)
+        return _pick(pair, tail)
+
+    return _piecewise_by_region(z, lower, upper, (mu, sigma, epsilon), outside, inside)
+
+
 def log_exprel(y):
     r""":math:`\log((e^y - 1)/y)`, finite and smooth for all finite y (0 at y = 0)."""
     y = _as_f64(y)
@@ -258,7 +329,7 @@ def log_exprel(y):
 
 
 def _log_g(a, length):
-    # log g(a, L) = log((1 - exp(-a L))/a) = log L + log_exprel(-a L), any sign of a (REFERENCE §2.2)
+    # log g(a, L) = log((1 - exp(-a L))/a) = log L + log_exprel(-a L), any sign of a
     return pt.log(length) + log_exprel(-a * length)
 
 
@@ -345,6 +416,52 @@ def _clipped_exp_inside(z, lower, upper, lam, epsilon):
     ) + pt.log(epsilon / (2.0 * upper))
 
 
+def _clipped_exp_left_right(z, upper, lam, epsilon):
+    # log L(z), log R(z) inside (0, u): exponential density on (0, z), and on (z, u) plus the
+    # atom at u, tilted by the Laplace kernel
+    inv_b = epsilon / upper
+    left = _log_lap_exp_integral(lam, inv_b, z)
+    right = _logsumexp_elemwise(
+        pt.log(lam) - lam * z + _log_g(lam + inv_b, upper - z),  # density on (z, u)
+        -lam * upper - (upper - z) * inv_b,  # atom at u
+    )
+    return left, right
+
+
+def clipped_exponential_laplace_log_cdfs(value, lam, upper, epsilon, *, tail=False):
+    r"""Log CDF (``tail=False``) or log survival function (``tail=True``) of the clipped-exponential report.
+
+    Same model as :func:`clipped_exponential_laplace_logp` and the same construction as
+    :func:`clipped_normal_laplace_log_cdfs`: :math:`F(z) = b\,p(z)` for :math:`z \le 0`,
+    :math:`1 - F(z) = b\,p(z)` for :math:`z \ge u`, and inside
+
+    .. math::
+
+        F(z) = (1 - e^{-\lambda z}) - \tfrac12 L(z) + \tfrac12 R(z),\qquad
+        L(z) = \int_0^z \lambda e^{-\lambda x} e^{-(z-x)/b} dx,\quad
+        R(z) = \lambda e^{-\lambda z} g(\lambda + 1/b, u - z) + e^{-\lambda u - (u - z)/b},
+
+    with :math:`g` as in :func:`clipped_exponential_laplace_logp` (:math:`L` in the form that
+    never cancels), combined in log space by :func:`split_log_cdfs`.
+    """
+    z = _as_f64(value)
+    lam, upper, epsilon = map(_as_f64, (lam, upper, epsilon))
+
+    def outside(z, lower, upper, lam, epsilon):
+        logp = _clipped_exp_outside(z, lower, upper, lam, epsilon)
+        return _pick(_outside_log_cdfs(z, lower, logp, upper / epsilon), tail)
+
+    def inside(z, lower, upper, lam, epsilon):
+        left, right = _clipped_exp_left_right(z, upper, lam, epsilon)
+        true = pt.ones_like(left, dtype="bool")
+        below = pt.log1mexp(-lam * z)  # log(1 - e^{-lam z}), z > 0
+        pair = split_log_cdfs(below, left, true, -lam * z, right, true)
+        return _pick(pair, tail)
+
+    zero = pt.as_tensor_variable(np.float64(0.0))
+    return _piecewise_by_region(z, zero, upper, (lam, epsilon), outside, inside)
+
+
 # --------------------------------------------------------------------------------------------
 # Compressed (binned) likelihoods: O(number of bins) per evaluation, independent of N
 # --------------------------------------------------------------------------------------------
@@ -428,17 +545,7 @@ def _normal_summary_parts(mu, sigma, lower, upper, epsilon):
         return _clipped_normal_outside(z, lower, upper, mu, sigma, epsilon)
 
     def f_inside(z):
-        s_, kappa, alpha, beta, lphi_a, lphi_b, log_2s = _clipped_normal_common(
-            lower, upper, mu, sigma, epsilon
-        )
-        zeta = (z - mu) / sigma
-        # mass left of z (atom at a, normal on (a, z)) and right of z (normal on (z, b), atom b)
-        left = _logsumexp_elemwise(
-            lphi_a - (z - lower) / s_, log_tilted_interval(alpha, zeta, kappa)
-        )
-        right = _logsumexp_elemwise(
-            lphi_b - (upper - z) / s_, log_tilted_interval(-beta, -zeta, kappa)
-        )
+        left, right, _, s_, log_2s = _clipped_normal_left_right(z, lower, upper, mu, sigma, epsilon)
         return _inside_value_and_slope(left, right, s_, log_2s)
 
     def log_q(z):
@@ -465,13 +572,7 @@ def _exponential_summary_parts(lam, upper, epsilon):
         return _clipped_exp_outside(z, lower, upper, lam, epsilon)
 
     def f_inside(z):
-        inv_b = epsilon / upper
-        log_lam = pt.log(lam)
-        left = log_lam - z * inv_b + _log_g(lam - inv_b, z)  # density on (0, z)
-        right = _logsumexp_elemwise(
-            log_lam - lam * z + _log_g(lam + inv_b, upper - z),  # density on (z, u)
-            -lam * upper - (upper - z) * inv_b,  # atom at u
-        )
+        left, right = _clipped_exp_left_right(z, upper, lam, epsilon)
         return _inside_value_and_slope(left, right, s, pt.log(2.0 * upper / epsilon))
 
     def log_q(z):

@@ -47,6 +47,26 @@ Released values clamped to :math:`[0, n]` after the noise (``clamp=True``) have 
 
 computed as :math:`n \log(1 - p\,(1 - e^{-1/b}))` with ``log1p`` (or a ``logaddexp`` when
 that argument is close to 1), and the density above strictly inside.
+
+CDF
+---
+With the same split at :math:`k = \lfloor y \rfloor`, the Laplace CDF is
+:math:`1 - \frac12 e^{-(y-s)/b}` for :math:`s \le k` and :math:`\frac12 e^{-(s-y)/b}` for
+:math:`s > k`, so
+
+.. math::
+
+    F(y) = F_S(k) - \tfrac12 e^{-(y-k)/b} \sum_{s \le k} P(s) e^{-(k-s)/b}
+                  + \tfrac12 e^{-(k+1-y)/b} \sum_{s > k} P(s) e^{-(s-k-1)/b},
+
+the clean CDF corrected by the same two tilted sums as the density (half of each term of
+:math:`2b\,p(y)`).  :math:`\log F_S(k)` is :math:`\log P(k) + R_-(k; p)` and
+:math:`\log(1 - F_S(k)) = \log P(k+1) + R_+(k; p)`, the untilted CDF ratios; the
+combination in log space, accurate in both tails, is
+:func:`pymc_dpnoise.math._laplace_cdf.split_log_cdfs`.  For the clamped release
+:math:`F_Z(z) = F(z)` on :math:`[0, n)` (the atom at 0 collects :math:`y \le 0`), 0 below 0
+and 1 from :math:`n` on.  There is no closed-form quantile function (it is the root of
+this piecewise expression), so the classes refuse ``icdf``.
 """
 
 from __future__ import annotations
@@ -54,12 +74,16 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
+from ._laplace_cdf import split_log_cdfs
 from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
 
 __all__ = [
+    "binomial_laplace_log_cdfs",
     "binomial_laplace_logp",
+    "clamped_binomial_laplace_log_cdfs",
     "clamped_binomial_laplace_logp",
     "log_tilted_binomial_mgf",
+    "poisson_laplace_log_cdfs",
     "poisson_laplace_logp",
 ]
 
@@ -94,23 +118,48 @@ def binomial_laplace_logp(value, n, p=None, epsilon=1.0, sensitivity=1.0, *, log
     of 0 or 1).  All arguments broadcast.  Finite for every finite ``value`` and every
     :math:`p \in [0, 1]`; gradients w.r.t. ``p`` / ``logit_p`` / ``epsilon`` are exact.
     """
-    y = _as_f64(value)
-    n = _as_f64(n)
-    lq = _logit(p, logit_p)
-    t = _as_f64(epsilon) / _as_f64(sensitivity)  # 1/b
+    y, n, lq, t = _as_f64(value), _as_f64(n), _logit(p, logit_p), _rate(epsilon, sensitivity)
+    log_left, has_left, log_right, has_right, _ = _binomial_halves(y, n, lq, t)
+    return _combine(log_left, has_left, log_right, has_right) + pt.log(t) - np.log(2.0)
+
+
+def _rate(epsilon, sensitivity):
+    return _as_f64(epsilon) / _as_f64(sensitivity)  # 1/b
+
+
+def _binomial_halves(y, n, lq, t, tilt=True):
+    r"""The two tilted sums (times their Laplace factors) of the density, and their masks.
+
+    ``log_left`` is :math:`\log[e^{-(y-k)/b}\sum_{s\le k}P(s)e^{-(k-s)/b}]`, ``log_right`` the
+    mirror; with ``tilt=False`` (and ``t`` only used for the factors' tilt of 0) they are
+    :math:`\log F_S(k)` and :math:`\log(1 - F_S(k))`.  Arguments are clipped to valid values
+    where a side is empty (masks ``has_left``, ``has_right``).
+    """
     k = pt.floor(y)
     has_left = k >= 0
     has_right = k < n
     kl = pt.clip(k, 0.0, n)
     kr = pt.clip(k, -1.0, n - 1.0)
-    log_left = log_binom_pmf(kl, n, lq) - (y - kl) * t + log_binom_cdf_ratio(kl, n, lq + t)
+    shift = t if tilt else 0.0
+    log_left = log_binom_pmf(kl, n, lq) + log_binom_cdf_ratio(kl, n, lq + shift)
     # (1 - F(k; n, q)) / pmf(k+1; n, q) = F(n-k-1; n, 1-q) / pmf(n-k-1; n, 1-q)
-    log_right = (
-        log_binom_pmf(kr + 1.0, n, lq)
-        - (kr + 1.0 - y) * t
-        + log_binom_cdf_ratio(n - kr - 1.0, n, -(lq - t))
-    )
-    return _combine(log_left, has_left, log_right, has_right) + pt.log(t) - np.log(2.0)
+    log_right = log_binom_pmf(kr + 1.0, n, lq) + log_binom_cdf_ratio(n - kr - 1.0, n, -(lq - shift))
+    if tilt:
+        log_left = log_left - (y - kl) * t
+        log_right = log_right - (kr + 1.0 - y) * t
+    return log_left, has_left, log_right, has_right, k
+
+
+def binomial_laplace_log_cdfs(value, n, p=None, epsilon=1.0, sensitivity=1.0, *, logit_p=None):
+    r"""``(log F(y), log(1 - F(y)))`` of :math:`y = s + \mathrm{Laplace}(0, \Delta/\epsilon)`, :math:`s \sim \mathrm{Bin}(n, p)`.
+
+    Exact (module docstring, section CDF); accurate relative to :math:`F` and to
+    :math:`1 - F` in both tails.  Arguments as :func:`binomial_laplace_logp`.
+    """
+    y, n, lq, t = _as_f64(value), _as_f64(n), _logit(p, logit_p), _rate(epsilon, sensitivity)
+    log_left, has_left, log_right, has_right, _ = _binomial_halves(y, n, lq, t)
+    log_below, _, log_above, _, _ = _binomial_halves(y, n, lq, t, tilt=False)
+    return split_log_cdfs(log_below, log_left, has_left, log_above, log_right, has_right)
 
 
 def log_tilted_binomial_mgf(n, logit_p, t):
@@ -157,21 +206,60 @@ def poisson_laplace_logp(value, mu=None, epsilon=1.0, sensitivity=1.0, *, log_mu
     or ``log_mu``.
     """
     y = _as_f64(value)
+    lmu = _log_rate(mu, log_mu)
+    t = _rate(epsilon, sensitivity)
+    log_left, has_left, log_right, _ = _poisson_halves(y, lmu, t)
+    return _combine(log_left, has_left, log_right, pt.ones_like(has_left, dtype="bool")) + (
+        pt.log(t) - np.log(2.0)
+    )
+
+
+def clamped_binomial_laplace_log_cdfs(
+    value, n, p=None, epsilon=1.0, sensitivity=1.0, *, logit_p=None
+):
+    r"""``(log F(z), log(1 - F(z)))`` of the clamped release :math:`z = \mathrm{clip}(y, 0, n)`.
+
+    :math:`F_Z(z) = F_Y(z)` for :math:`0 \le z < n` (the atom at 0 holds :math:`y \le 0`),
+    :math:`F_Z = 0` below 0 and :math:`F_Z = 1` from :math:`n` on (the atom at :math:`n`).
+    """
+    y = _as_f64(value)
+    n = _as_f64(n)
+    inside = pt.clip(y, 0.0, n)
+    logcdf, logccdf = binomial_laplace_log_cdfs(inside, n, p, epsilon, sensitivity, logit_p=logit_p)
+    logcdf = pt.switch(y < 0.0, -np.inf, pt.switch(y >= n, 0.0, logcdf))
+    logccdf = pt.switch(y < 0.0, 0.0, pt.switch(y >= n, -np.inf, logccdf))
+    return logcdf, logccdf
+
+
+def poisson_laplace_log_cdfs(value, mu=None, epsilon=1.0, sensitivity=1.0, *, log_mu=None):
+    r"""``(log F(y), log(1 - F(y)))`` of :math:`y = s + \mathrm{Laplace}(0, \Delta/\epsilon)`, :math:`s \sim \mathrm{Poisson}(\mu)`.
+
+    Exact, same construction as :func:`binomial_laplace_log_cdfs` with the Poisson CDF ratios.
+    """
+    y = _as_f64(value)
+    lmu = _log_rate(mu, log_mu)
+    t = _rate(epsilon, sensitivity)
+    log_left, has_left, log_right, _ = _poisson_halves(y, lmu, t)
+    log_below, _, log_above, _ = _poisson_halves(y, lmu, t, tilt=False)
+    has_right = pt.ones_like(has_left, dtype="bool")
+    return split_log_cdfs(log_below, log_left, has_left, log_above, log_right, has_right)
+
+
+def _log_rate(mu, log_mu):
     lmu = _as_f64(log_mu) if log_mu is not None else pt.log(_as_f64(mu))
-    lmu = pt.clip(lmu, -_LOGIT_MAX, _LOGIT_MAX)  # mu = 0 exactly: e^{-700}, still finite
-    t = _as_f64(epsilon) / _as_f64(sensitivity)
+    return pt.clip(lmu, -_LOGIT_MAX, _LOGIT_MAX)  # mu = 0 exactly: e^{-700}, still finite
+
+
+def _poisson_halves(y, lmu, t, tilt=True):
+    """Poisson version of :func:`_binomial_halves` (no upper end: the right side is never empty)."""
     k = pt.floor(y)
     has_left = k >= 0
     kl = pt.maximum(k, 0.0)
     kr = pt.maximum(k, -1.0)
-    log_left = (
-        log_poisson_pmf(kl, lmu) - (y - kl) * t + log_poisson_cdf_ratio(kl, lmu + t, upper=False)
-    )
-    log_right = (
-        log_poisson_pmf(kr + 1.0, lmu)
-        - (kr + 1.0 - y) * t
-        + log_poisson_cdf_ratio(kr, lmu - t, upper=True)
-    )
-    return _combine(log_left, has_left, log_right, pt.ones_like(has_left, dtype="bool")) + (
-        pt.log(t) - np.log(2.0)
-    )
+    shift = t if tilt else 0.0
+    log_left = log_poisson_pmf(kl, lmu) + log_poisson_cdf_ratio(kl, lmu + shift, upper=False)
+    log_right = log_poisson_pmf(kr + 1.0, lmu) + log_poisson_cdf_ratio(kr, lmu - shift, upper=True)
+    if tilt:
+        log_left = log_left - (y - kl) * t
+        log_right = log_right - (kr + 1.0 - y) * t
+    return log_left, has_left, log_right, k

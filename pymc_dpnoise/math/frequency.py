@@ -47,7 +47,9 @@ __all__ = [
     "unary_encoding_logp",
 ]
 
-_LOG2 = float(np.log(2.0))
+_LOG2 = np.float64(
+    np.log(2.0)
+)  # np.float64: a Python float becomes a float32 constant under floatX="float32"
 #: row v holds the 8 bits of byte v, least significant first
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype("float64")
 

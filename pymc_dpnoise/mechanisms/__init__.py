@@ -32,6 +32,7 @@ from .counts import (
     release_multinomial_counts,
     release_poisson_count,
 )
+from .expfam import TruncatedSumRelease, release_truncated_sum
 from .frequency import (
     clip_normalize,
     compress_reports,
@@ -87,6 +88,7 @@ __all__ = [
     "PerturbedRelease",
     "Release",
     "SSRelease",
+    "TruncatedSumRelease",
     "analytic_gaussian_sigma",
     "as_matrix",
     "classical_gaussian_sigma",
@@ -126,6 +128,7 @@ __all__ = [
     "release_multinomial_counts",
     "release_poisson_count",
     "release_sufficient_statistics",
+    "release_truncated_sum",
     "split_epsilon",
     "ss_sensitivity",
     "sue_perturb",

@@ -1,0 +1,117 @@
+"""Bernstein & Sheldon experiment runners and SBC problems (issue 13.6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pymc_dpnoise.experiments import expfam as ef
+
+
+def test_binomial_problem_releases_count_plus_laplace():
+    p = ef.NoisyBinomialSBC(n=50, epsilon=0.5)
+    rng = np.random.default_rng(0)
+    sims = [p.simulate(rng) for _ in range(3000)]
+    theta = np.array([t["theta"] for t, _ in sims])
+    clean = np.array([t["clean"] for t, _ in sims])
+    y = np.array([r for _, r in sims])
+    assert stats.kstest(theta, "uniform").pvalue > 1e-3  # Beta(1, 1) prior
+    assert np.all((clean >= 0) & (clean <= 50) & (clean == np.floor(clean)))
+    assert stats.kstest(y - clean, stats.laplace(0, 1 / 0.5).cdf).pvalue > 1e-3
+    d = p.data(y[0])
+    assert set(d) == {"reports", "n", "epsilon"} and float(d["n"]) == 50.0
+
+
+def test_poisson_problem_releases_clipped_total_plus_laplace():
+    p = ef.NoisyPoissonSBC(n=40, epsilon=1.0, upper=10)
+    rng = np.random.default_rng(1)
+    sims = [p.simulate(rng) for _ in range(2000)]
+    lam = np.array([t["lam"] for t, _ in sims])
+    noise = np.array([r - t["clean"] for t, r in sims])
+    assert stats.kstest(lam, stats.gamma(2.0, scale=0.5).cdf).pvalue > 1e-3
+    assert stats.kstest(noise, stats.laplace(0, 10.0).cdf).pvalue > 1e-3
+
+
+def _fake_cells(rng, reps=400):
+    u = rng.uniform(size=reps)
+    return {
+        ("binomial", 1000, 0.01): {
+            "truth": rng.uniform(size=reps),
+            "clipped": np.zeros(reps, dtype=int),
+            "rhat": np.full(reps, 1.001),
+            "divergences": np.zeros(reps, dtype=int),
+            "q_noise-aware": u,
+            "q_naive": np.where(rng.uniform(size=reps) < 0.5, 0.01, 0.99) * u**0.1,
+            "q_OPS": 0.5 + 0.1 * (u - 0.5),
+            "mmd_noise-aware": np.array([1e-3, 2e-3]),
+            "mmd_naive": np.array([0.5, 0.7]),
+        }
+    }
+
+
+def test_calibration_and_mmd_tables_from_quantiles():
+    cells = _fake_cells(np.random.default_rng(2))
+    tab = ef.calibration_table(cells)
+    assert set(tab["method"]) == {"noise-aware", "naive", "OPS"}
+    assert set(tab["level"]) == {0.5, 0.7, 0.9, 0.95}
+    aware = tab[tab["method"] == "noise-aware"]
+    naive = tab[tab["method"] == "naive"]
+    ops = tab[tab["method"] == "OPS"]
+    assert aware["ks"].iloc[0] < 0.09 and aware["inside"].all()
+    assert naive["ks"].iloc[0] > 0.3 and not naive["inside"].any()
+    assert (ops[ops["level"] == 0.5]["coverage"] == 1.0).all()  # over-dispersed
+    assert (aware["n"] == 400).all()
+    mm = ef.mmd_table(cells)
+    assert set(mm["method"]) == {"noise-aware", "naive"}
+    assert mm.set_index("method").loc["naive", "mmd"] == pytest.approx(0.6)
+
+
+def test_fast_grid_has_the_paper_cells_and_full_grid_the_issue_cells():
+    full = ef._cells(ef.SETTINGS["full"]["calibration"])
+    assert {(n, e) for n in (10, 100, 1000, 10_000) for e in (0.01, 0.1)} <= set(full)
+    assert {(10, 1.0), (1000, 1.0)} <= set(full)
+    assert ef.SETTINGS["full"]["calibration"]["replicates"] >= 400
+    assert (1000, 0.01) in ef._cells(ef.SETTINGS["fast"]["calibration"])  # the ECDF cell
+
+
+def test_area_sizes_and_summary():
+    sizes = ef.area_sizes(50)
+    assert sizes.size == 50 and sizes.min() == 10 and sizes.max() == 2000
+    import pandas as pd
+
+    df = pd.DataFrame(
+        dict(method="m", n_records=[10, 20, 400, 1500], truth=[0.2, 0.3, 0.4, 0.5],
+             mean=[0.25, 0.3, 0.4, 0.5], lo=[0.1, 0.31, 0.3, 0.45], hi=[0.3, 0.5, 0.5, 0.55])
+    )  # fmt: skip
+    s = ef.hierarchical_summary(df).set_index("areas")
+    assert s.loc["0-49", "coverage_90"] == 0.5
+    assert s.loc[">=300", "coverage_90"] == 1.0
+    assert s.loc["0-49", "rmse"] == pytest.approx(np.sqrt(0.05**2 / 2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, eps", [(1000, 0.01), (10, 1.0)])
+def test_sbc_noise_aware_calibrated_naive_not(n, eps):
+    """A 100-replicate SBC cell through the experiment runner (NUTS per replicate)."""
+    cfg = dict(ef.SETTINGS["fast"]["calibration"], replicates=100, gibbs_iters=1000, gibbs_burn=300)
+    cells = {("binomial", n, eps): ef.run_cell("binomial", n, eps, cfg, seed=11)}
+    tab = ef.calibration_table(cells)
+    aware = tab[tab["method"] == "noise-aware"]
+    assert aware["ks_p"].iloc[0] > 1e-3
+    assert aware["inside"].all()
+    assert aware["max_rhat"].max() < 1.05
+    naive = tab[tab["method"] == "naive"]
+    assert naive["ks_p"].iloc[0] < 1e-4
+
+
+@pytest.mark.slow
+def test_sbc_driver_runs_the_problem():
+    """The SBC problem works with the generic driver (scalar n and epsilon baked in)."""
+    from pymc_dpnoise.diagnostics import simulation_based_calibration
+
+    res = simulation_based_calibration(
+        ef.NoisyBinomialSBC(n=200, epsilon=0.1), 60, n_jobs=1, draws=300, tune=300, seed=3
+    )
+    assert res.quantiles.shape == (60, 1)
+    assert res.ks()["p_value"].iloc[0] > 1e-3
