@@ -41,6 +41,7 @@ __all__ = [
     "plugin_posterior",
     "predict_proba",
     "release_reports",
+    "simulate_release",
 ]
 
 
@@ -167,11 +168,13 @@ def noise_aware_model(release, prior=1.0, *, method: str = "auto", exact_max: in
 
     Variables: ``theta_class`` (:math:`\pi = P(Y = 1)`) and ``theta`` (shape ``(F, 2)``,
     :math:`\theta_{f,c} = P(X_f = 1 \mid Y = c)`), independent Beta(``prior``) priors; the
-    release enters through a ``pm.Potential`` named ``"release"`` with the exact likelihood of
-    :mod:`pymc_dpnoise.math.release` (latent class count and per-class feature counts summed
-    out, each cell a count plus Laplace noise clamped to :math:`[0, n]`).  The released vector
-    is the ``pm.Data`` container ``"reports"``, so a compiled model can be re-used for another
-    release of the same shape.
+    release is the observed variable ``"release"`` (a ``pm.CustomDist``, dims ``"cell"``) with
+    the exact likelihood of :mod:`pymc_dpnoise.math.release` (latent class count and per-class
+    feature counts summed out, each cell a count plus Laplace noise clamped to :math:`[0, n]`).
+    Its draws are the mechanism itself (n records from the naive Bayes model, their counts,
+    Laplace noise, the clamp), so prior and posterior predictive draws are releases.  The
+    released vector is the ``pm.Data`` container ``"reports"``, so a compiled model can be
+    re-used for another release of the same shape.
 
     Parameters
     ----------
@@ -210,16 +213,65 @@ def noise_aware_model(release, prior=1.0, *, method: str = "auto", exact_max: in
     if method == "auto":
         method = "exact" if rd.n <= exact_max else "normal"
     logp = naive_bayes_release_logp if method == "exact" else naive_bayes_release_logp_normal
-    coords = {"feature": list(rd.features), "class": [0, 1]}
+    coords = {"feature": list(rd.features), "class": [0, 1], "cell": _cell_labels(rd)}
     # float64 constants (a Python float exact in float32 would become a float32 constant)
     a, b = np.float64(a), np.float64(b)
+    n, scale = rd.n, rd.scale
     with pm.Model(coords=coords) as model:
-        z = pm.Data("reports", rd.reports)
+        z = pm.Data("reports", rd.reports, dims="cell")
         pi = pm.Beta("theta_class", a, b)
         theta = pm.Beta("theta", a, b, dims=("feature", "class"))
-        pm.Potential("release", logp(z, pi, theta, rd.n, rd.scale))
+        # ``template`` (zeros, one per released cell) only carries the release's length into
+        # the signature: PyTensor infers a draw's shape from the parameters' core shapes
+        template = np.zeros(len(rd.reports))
+        pm.CustomDist(
+            "release",
+            pi,
+            theta,
+            template,
+            logp=lambda value, pi, theta, _: logp(value, pi, theta, n, scale),
+            random=lambda pi, theta, _, rng=None, size=None: simulate_release(
+                pi, theta, n, scale, rng, size
+            ),
+            signature="(),(f,c),(m)->(m)",
+            observed=z,
+            dims="cell",
+        )
     model.release_method = method  # which likelihood was used (exact or normal)
     return model
+
+
+def _cell_labels(rd: NaiveBayesRelease) -> list[str]:
+    """Names of the released cells in :func:`release_reports` order."""
+    cells = [f"class={c}" for c in (0, 1)]
+    for f in rd.features:
+        cells += [f"x{f}={v}|class={c}" for c in (0, 1) for v in (0, 1)]
+    return cells
+
+
+def simulate_release(theta_class, theta, n, scale, rng, size=None) -> np.ndarray:
+    r"""Algorithm 1 releases of ``n`` records drawn from a naive Bayes model.
+
+    The mechanism itself, in the :func:`release_reports` layout: class labels
+    :math:`Y_i \sim \mathrm{Bernoulli}(\pi)`, features :math:`X_{i,f} \mid Y_i = c \sim
+    \mathrm{Bernoulli}(\theta_{f,c})`, the counts of every cell, Laplace(``scale``) noise on
+    each and the clamp to :math:`[0, n]`.  ``theta_class`` and ``theta`` (``(..., F, 2)``)
+    broadcast over leading batch dimensions (and ``size``); the result has shape
+    ``batch + (2 + 4F,)``.
+    """
+    rng = np.random.default_rng(rng)
+    pi = np.asarray(theta_class, dtype=float)
+    th = np.asarray(theta, dtype=float)
+    batch = np.broadcast_shapes(pi.shape, th.shape[:-2], tuple(size or ()))
+    pi = np.broadcast_to(pi, batch)
+    th = np.broadcast_to(th, batch + th.shape[-2:])
+    n_feat = th.shape[-2]
+    k1 = rng.binomial(n, pi)  # records of class 1
+    n_c = np.stack([n - k1, k1], axis=-1)  # (..., 2)
+    ones = rng.binomial(n_c[..., None, :], th)  # (..., F, 2): X_f = 1 within class c
+    table = np.stack([n_c[..., None, :] - ones, ones], axis=-1)  # (..., F, class, value)
+    counts = np.concatenate([n_c, table.reshape(batch + (4 * n_feat,))], axis=-1)
+    return np.clip(counts + rng.laplace(0.0, scale, size=counts.shape), 0.0, float(n))
 
 
 def plugin_posterior(release, prior=1.0) -> dict[str, np.ndarray]:
