@@ -314,7 +314,10 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
     icdf = _refuse("LaplacePerturbedClippedExponential", "icdf", _NO_ICDF)
 
 
-_CLIPPED_EXPONENTIAL_DOMAIN = "finite parameters, lam > 0, upper > 0, epsilon > 0"
+_CLIPPED_EXPONENTIAL_DOMAIN = (
+    f"finite parameters, lam > 0, upper > 0, epsilon > 0, "
+    f"epsilon/upper <= {MAX_STANDARDISED:g}"
+)
 
 
 def _clipped_exponential_domain(lam, upper, epsilon):
@@ -323,6 +326,9 @@ def _clipped_exponential_domain(lam, upper, epsilon):
         pt.all(_all_finite(lam, upper, epsilon)),
         pt.all((lam > 0) & (upper > 0) & (epsilon > 0)),
     )
+    # the Laplace rate epsilon/upper enters the gradient squared (d/d upper of |y| eps/upper):
+    # beyond 1e150 it overflows, so such a scale is outside the domain, as for the normal
+    ok = pt.and_(ok, pt.all(epsilon <= MAX_STANDARDISED * upper))
     safe = _safe_params(ok, lam=(lam, 1.0), upper=(upper, 1.0), epsilon=(epsilon, 1.0))
     return ok, safe
 
