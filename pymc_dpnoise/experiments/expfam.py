@@ -208,6 +208,242 @@ class NoisyPoissonSBC(SBCProblem):
     data = NoisyBinomialSBC.data
 
 
+@dataclasses.dataclass(frozen=True)
+class NoisyMultinomialSBC(SBCProblem):
+    """p ~ Dirichlet(concentration, ..., concentration) over ``k`` categories; n labelled
+    records; every category count released with Laplace(0, 2/ε) noise.
+
+    Released by :func:`~pymc_dpnoise.mechanisms.release_multinomial_counts` (L1 sensitivity
+    2).  The noise-aware model is :func:`~pymc_dpnoise.LaplaceNoisyMultinomial` (normal
+    approximation of the counts, one latent vector), with the latent parametrisation its
+    ``latent="auto"`` rule picks for this cell's ``n`` and ``ε`` (:attr:`variant`: the rule
+    cannot see through ``pm.Data``, so it is applied here and the compiled model is cached per
+    variant).  The calibrated parameter is the first category's probability ``p0`` (marginal
+    prior Beta(concentration, (k - 1) concentration), exposed as :attr:`alpha`,
+    :attr:`beta`); the truth dict's ``"clean"`` is the clean count of category 0 and
+    ``"naive"`` its noisy count: the naive method is the conjugate update of ``p0`` with the
+    noisy count as if exact (clamped to ``[0, n]``; the Dirichlet posterior's marginal of
+    ``p0`` given all clean counts depends only on the first count and ``n``).
+    """
+
+    epsilon: float = 0.1
+    k: int = 3
+    concentration: float = 1.0
+
+    family = "multinomial"
+
+    @property
+    def param_names(self):
+        return ("p0",)
+
+    @property
+    def alpha(self) -> float:
+        return float(self.concentration)
+
+    @property
+    def beta(self) -> float:
+        return float((self.k - 1) * self.concentration)
+
+    @property
+    def variant(self) -> str:
+        """The latent parametrisation of :func:`~pymc_dpnoise.LaplaceNoisyMultinomial`."""
+        from ..distributions.expfam import _auto_latent
+
+        return _auto_latent(self.n, self.epsilon, 2.0)
+
+    def simulate(self, rng):
+        from ..mechanisms import release_multinomial_counts
+
+        p = rng.dirichlet(np.full(self.k, float(self.concentration)))
+        labels = rng.choice(self.k, size=self.n, p=p)
+        rel = release_multinomial_counts(labels, self.k, self.epsilon, rng)
+        y = np.asarray(rel.value, dtype=float)
+        clean = float(np.sum(labels == 0))
+        return {"p0": p[0], "clean": clean, "naive": float(y[0])}, y
+
+    def build_model(self, reports, noise_aware=True):
+        import pymc as pm
+
+        from ..distributions import LaplaceNoisyMultinomial
+
+        with pm.Model() as model:
+            y = pm.Data("reports", np.asarray(reports, dtype=float))
+            n = pm.Data("n", np.asarray(self.n, dtype=float))
+            eps = pm.Data("epsilon", np.asarray(self.epsilon, dtype=float))
+            p = pm.Dirichlet("p", np.full(self.k, float(self.concentration)))
+            pm.Deterministic("p0", p[0])
+            if noise_aware:
+                LaplaceNoisyMultinomial(
+                    "y", n=n, p=p, epsilon=eps, observed=y, shape=(self.k,), latent=self.variant
+                )
+            else:
+                s = pm.math.clip(y, 0.0, n)
+                pm.Potential("y", pm.math.sum(s * pm.math.log(p)))
+        return model
+
+    data = NoisyBinomialSBC.data
+
+
+@dataclasses.dataclass(frozen=True)
+class _TruncatedSumSBC(SBCProblem):
+    """Shared part of the truncated-family problems (Bernstein & Sheldon Sec. 3.3).
+
+    The rate ~ Gamma(alpha, beta); n records from the family; the sum of the records inside
+    the declared bounds released by :func:`~pymc_dpnoise.mechanisms.release_truncated_sum`
+    (sensitivity ``upper``).  The bounds keep the middle ``keep`` (95 %, the paper's choice)
+    of one record's *prior predictive* distribution: they are fixed before any data are seen
+    (bounds computed from the true parameter would tell the analyst the parameter).
+
+    The truth dict holds the clean sum of *all* records (``"clean"``: the non-private
+    reference), the number of records outside the bounds (``"clipped"``) and ``"naive"``: the
+    untruncated sum with Laplace noise of the same scale.  The naive method is allowed to
+    "cheat" with it, as in the paper's experiments (it is not private and receives strictly
+    more information; there is no conjugate update for a truncated sum).
+    """
+
+    epsilon: float = 0.1
+    alpha: float = 2.0
+    beta: float = 2.0
+    keep: float = 0.95
+
+    _param = ""  # the parameter's name in the model and the truth dict
+    _mechanism_family = ""
+
+    @property
+    def param_names(self):
+        return (self._param,)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        tail = (1.0 - self.keep) / 2.0
+        pred = self._prior_predictive()
+        return float(pred.ppf(tail)), float(pred.ppf(1.0 - tail))
+
+    @property
+    def sensitivity(self) -> float:
+        lo, hi = self.bounds
+        return max(abs(lo), abs(hi), hi - lo)
+
+    def _prior_predictive(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _records(self, theta, rng):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def simulate(self, rng):
+        from ..mechanisms import release_truncated_sum
+
+        theta = rng.gamma(self.alpha, 1.0 / self.beta)
+        x = self._records(theta, rng)
+        lo, hi = self.bounds
+        rel = release_truncated_sum(x, lo, hi, self.epsilon, rng, family=self._mechanism_family)
+        clean = float(x.sum())
+        naive = clean + rng.laplace(0.0, rel.scale)
+        truth = {self._param: theta, "clean": clean, "naive": naive}
+        truth["clipped"] = int(((x < lo) | (x > hi)).sum())
+        return truth, float(rel.value)
+
+    def _distribution(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _naive_potential(self, s, n, theta):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def build_model(self, reports, noise_aware=True):
+        """Noise-aware: the random-sum CLT likelihood; naive (for the generic SBC driver,
+        which sees only the release): the release clamped at 0 taken as the untruncated sum."""
+        import pymc as pm
+
+        lo, hi = self.bounds
+        with pm.Model() as model:
+            y = pm.Data("reports", np.asarray(reports, dtype=float))
+            n = pm.Data("n", np.asarray(self.n, dtype=float))
+            eps = pm.Data("epsilon", np.asarray(self.epsilon, dtype=float))
+            theta = pm.Gamma(self._param, self.alpha, self.beta)
+            if noise_aware:
+                self._distribution()("y", n, theta, lo, hi, eps, observed=y)
+            else:
+                pm.Potential("y", self._naive_potential(pm.math.maximum(y, 0.0), n, theta))
+        return model
+
+    data = NoisyBinomialSBC.data
+
+
+@dataclasses.dataclass(frozen=True)
+class NoisyTruncatedExponentialSBC(_TruncatedSumSBC):
+    """λ ~ Gamma(8, 2) (rate; the prior of the authors' released code); n Exponential(λ)
+    records; the sum of those inside the bounds (middle 95 % of the prior predictive
+    Lomax(8, scale 2): about [0.0063, 1.17], which keep 96-97 % of the records at the prior
+    mean λ = 4) released at ``epsilon``.  Noise-aware model:
+    :class:`~pymc_dpnoise.LaplaceNoisyTruncatedExponential`; the paper's experiment (Fig. 1,
+    exponential model), except that the paper's code sets the bounds from the *true* λ.
+
+    The expected truncated sum is not monotone in λ (it peaks at λ ≈ 1.5, below which most
+    records exceed the upper bound): a release can be explained by a λ on either side of the
+    peak, and for truths with λ < 1.5 (1.3 % of the prior) the posterior can be bimodal at
+    large n ε.
+    """
+
+    alpha: float = 8.0
+    beta: float = 2.0
+    _param = "lam"
+    _mechanism_family = "exponential"
+    family = "truncated_exponential"
+
+    def _prior_predictive(self):
+        from scipy import stats
+
+        return stats.lomax(self.alpha, scale=self.beta)
+
+    def _records(self, lam, rng):
+        return rng.exponential(1.0 / lam, size=self.n)
+
+    def _distribution(self):
+        from ..distributions import LaplaceNoisyTruncatedExponential
+
+        return LaplaceNoisyTruncatedExponential
+
+    def _naive_potential(self, s, n, lam):
+        import pymc as pm
+
+        return n * pm.math.log(lam) - lam * s
+
+
+@dataclasses.dataclass(frozen=True)
+class NoisyTruncatedPoissonSBC(_TruncatedSumSBC):
+    """μ ~ Gamma(2, 2) (the prior of the Poisson family); n Poisson(μ) records; the sum of
+    those inside the bounds (middle 95 % of the prior predictive negative binomial: [0, 4])
+    released at ``epsilon``.  Noise-aware model:
+    :class:`~pymc_dpnoise.LaplaceNoisyTruncatedPoisson`.  The paper has no truncated-Poisson
+    experiment (nor a Gibbs sampler for it); the design follows the exponential one.
+
+    As there, the expected truncated sum peaks (at μ ≈ 2.94; 1.9 % of the prior lies above),
+    so the posterior can be bimodal at large n ε.
+    """
+
+    _param = "mu"
+    _mechanism_family = "poisson"
+    family = "truncated_poisson"
+
+    def _prior_predictive(self):
+        from scipy import stats
+
+        return stats.nbinom(self.alpha, self.beta / (1.0 + self.beta))
+
+    def _records(self, mu, rng):
+        return rng.poisson(mu, size=self.n)
+
+    def _distribution(self):
+        from ..distributions import LaplaceNoisyTruncatedPoisson
+
+        return LaplaceNoisyTruncatedPoisson
+
+    def _naive_potential(self, s, n, mu):
+        import pymc as pm
+
+        return s * pm.math.log(mu) - n * mu
+
+
 # --------------------------------------------------------------------------------------------
 # Family table
 # --------------------------------------------------------------------------------------------
@@ -234,6 +470,12 @@ class Family:
         ``y`` (R,), or ``None``.
     ops : bool
         Whether the OPS baseline applies (binomial only in the paper).
+    jitter : bool
+        Whether NUTS chains start from a jittered initial point (nutpie's default).  ``False``
+        starts every chain at the prior's support point (its mean): for the truncated
+        families, whose release can be explained by a parameter on either side of the peak of
+        the expected truncated sum, a jittered start can land a chain in the far, low-mass
+        mode and keep it there (R-hat > 10).
     """
 
     problem: Callable
@@ -241,6 +483,7 @@ class Family:
     conjugate: str | None
     gibbs: Callable | None
     ops: bool = False
+    jitter: bool = True
 
 
 def _gibbs_binomial(y, p, rng, iters, burn):
@@ -255,12 +498,34 @@ def _gibbs_poisson(y, p, rng, iters, burn):
     )
 
 
-#: the families of the calibration grid; the multinomial and truncated-exponential families
-#: join with one entry each (their SBC problem, parameter, Gibbs sampler)
+def _gibbs_truncated_exponential(y, p, rng, iters, burn):
+    lo, hi = p.bounds
+    return bl.gibbs_truncated_exponential(
+        y, p.n, lo, hi, p.epsilon, alpha=p.alpha, beta=p.beta, iters=iters, burn=burn, rng=rng
+    )
+
+
+#: the families of the calibration grid (their SBC problem, parameter, conjugate family of
+#: the naive and non-private columns, Gibbs sampler); the order fixes every cell's random
+#: stream, so new families go at the end
 FAMILIES: dict[str, Family] = {
     "binomial": Family(NoisyBinomialSBC, "theta", "binomial", _gibbs_binomial, ops=True),
     "poisson": Family(NoisyPoissonSBC, "lam", "poisson", _gibbs_poisson, ops=False),
+    # p0's marginal is Beta(alpha, beta) a priori and given the clean counts: binomial update
+    "multinomial": Family(NoisyMultinomialSBC, "p0", "binomial", None),
+    "truncated_exponential": Family(
+        NoisyTruncatedExponentialSBC,
+        "lam",
+        "exponential",
+        _gibbs_truncated_exponential,
+        jitter=False,
+    ),
+    # the paper's Algorithm 2 is written for the exponential family only; no Gibbs column
+    "truncated_poisson": Family(NoisyTruncatedPoissonSBC, "mu", "poisson", None, jitter=False),
 }
+
+#: families added for issue 13's SBC cells (n in {10, 1000}, epsilon in {0.01, 0.1, 1})
+NEW_FAMILIES = ("multinomial", "truncated_exponential", "truncated_poisson")
 
 # --------------------------------------------------------------------------------------------
 # Settings
@@ -273,8 +538,10 @@ FIG1_EPSILONS = (0.01, 0.1)
 SETTINGS = {
     "full": dict(
         calibration=dict(
-            families=("binomial", "poisson"),
+            families=("binomial", "poisson", *NEW_FAMILIES),
             ns=FIG1_NS,
+            # per-family n (the issue's SBC cells); not part of any cell's cache key
+            family_ns={f: (10, 1000) for f in NEW_FAMILIES},
             epsilons=FIG1_EPSILONS,
             extra_cells=((10, 1.0), (1000, 1.0)),
             replicates=400,
@@ -306,8 +573,9 @@ SETTINGS = {
 }
 
 
-def _cells(cfg) -> list[tuple[int, float]]:
-    cells = [(n, e) for e in cfg["epsilons"] for n in cfg["ns"]]
+def _cells(cfg, family=None) -> list[tuple[int, float]]:
+    ns = cfg.get("family_ns", {}).get(family, cfg["ns"])
+    cells = [(n, e) for e in cfg["epsilons"] for n in ns]
     return cells + [tuple(c) for c in cfg["extra_cells"] if tuple(c) not in cells]
 
 
@@ -318,14 +586,22 @@ def _cells(cfg) -> list[tuple[int, float]]:
 _COMPILED: dict = {}
 
 
-def compiled_model(family: str):
-    """The noise-aware model of a family, compiled once per process (n, ε are data)."""
-    if family not in _COMPILED:
+def compiled_model(family: str, problem=None):
+    """The noise-aware model of a family, compiled once per process (n, ε are data).
+
+    A problem with a ``variant`` attribute (the multinomial's latent parametrisation) gets
+    one compiled model per variant; ``problem`` defaults to the family's at n = 10, ε = 1.
+    """
+    if problem is None:
+        problem = FAMILIES[family].problem(n=10, epsilon=1.0)
+    key = (family, getattr(problem, "variant", None))
+    if key not in _COMPILED:
         import nutpie
 
-        problem = FAMILIES[family].problem(n=10, epsilon=1.0)
-        _COMPILED[family] = nutpie.compile_pymc_model(problem.build_model(0.0, True))
-    return _COMPILED[family]
+        _, release = problem.simulate(np.random.default_rng(0))  # a release of the right shape
+        kw = {} if FAMILIES[family].jitter else dict(jitter_rvs=set())
+        _COMPILED[key] = nutpie.compile_pymc_model(problem.build_model(release, True), **kw)
+    return _COMPILED[key]
 
 
 def _thin(draws, m, rng):
@@ -345,15 +621,18 @@ def run_cell(family: str, n: int, epsilon: float, cfg: dict, *, seed: int = 2026
     problem = fam.problem(n=int(n), epsilon=float(epsilon))
     tag = (list(FAMILIES).index(family), int(n), round(float(epsilon) * 1e6))
     reps = int(cfg["replicates"])
-    truth, clean, release, extra = [], [], [], []
+    truth, clean, release, extra, naive_in = [], [], [], [], []
     for r in range(reps):
         t, y = problem.simulate(seeded_rng(seed, *tag, r))
         truth.append(t[fam.param])
         clean.append(t["clean"])
         release.append(y)
         extra.append(t.get("clipped", 0))
-    truth, clean, release = map(np.asarray, (truth, clean, release))
+        naive_in.append(t.get("naive", y))
+    truth, clean, release, naive_in = map(np.asarray, (truth, clean, release, naive_in))
     out = dict(truth=truth, clean=clean, release=release, clipped=np.asarray(extra))
+    if naive_in.shape != release.shape or np.any(naive_in != release):
+        out["naive_input"] = naive_in  # what the naive method plugs in (problem's "naive")
     rng = seeded_rng(seed, *tag, 10**6)
     n_mmd, m = min(int(cfg["mmd_replicates"]), reps), int(cfg["mmd_draws"])
     ref_draws = []
@@ -364,7 +643,7 @@ def run_cell(family: str, n: int, epsilon: float, cfg: dict, *, seed: int = 2026
         b = getattr(problem, "beta", 1.0)
         for label, params in (
             ("non-private", bl.conjugate_posterior(fam.conjugate, clean, n, a, b)),
-            ("naive", bl.naive_posterior(fam.conjugate, release, n, a, b)),
+            ("naive", bl.naive_posterior(fam.conjugate, naive_in, n, a, b)),
         ):
             t0 = time.perf_counter()
             out[f"q_{label}"] = bl.posterior_cdf(fam.conjugate, params, truth)
@@ -394,7 +673,7 @@ def run_cell(family: str, n: int, epsilon: float, cfg: dict, *, seed: int = 2026
             )
 
     # noise-aware: NUTS on the exact marginal, one compiled model for every cell
-    compiled = compiled_model(family)
+    compiled = compiled_model(family, problem)
     q, rh, dv, mm = np.empty(reps), np.empty(reps), np.empty(reps, dtype=int), []
     t0 = time.perf_counter()
     for i in range(reps):
@@ -459,7 +738,7 @@ def run_calibration(
     cache.mkdir(parents=True, exist_ok=True)
     cells = {}
     for family in families or cfg["families"]:
-        for n, eps in _cells(cfg):
+        for n, eps in _cells(cfg, family):
             path, key = _cell_path(cache, family, n, eps, cfg, seed)
             res = None
             if path.exists() and not recompute:
