@@ -181,3 +181,20 @@ def test_new_family_models_evaluate(family):
         assert np.isfinite(m.compile_logp()(m.initial_point()))
         assert fam.param in m.named_vars
     assert set(p.data(y)) == {"reports", "n", "epsilon"}
+
+
+def test_quadrature_quantiles_match_a_conjugate_posterior():
+    """The quadrature of a one-parameter model reproduces the exact Gamma posterior CDF of
+    the truncated-exponential problem's naive model (release taken as the untruncated sum)."""
+    from pymc_dpnoise.baselines import expfam as bl
+
+    p = ef.NoisyTruncatedExponentialSBC(n=40, epsilon=1.0)
+    rng = np.random.default_rng(8)
+    sims = [p.simulate(rng) for _ in range(6)]
+    truth = np.array([t["lam"] for t, _ in sims])
+    y = np.array([r for _, r in sims])
+    q = ef.quadrature_quantiles(
+        "truncated_exponential", 40, 1.0, y, truth, points=4001, noise_aware=False
+    )
+    ref = bl.posterior_cdf("exponential", (p.alpha + 40, p.beta + np.maximum(y, 0.0)), truth)
+    np.testing.assert_allclose(q, ref, atol=2e-4)
