@@ -82,7 +82,9 @@ def clt_mean_cov(n, mu, sigma, a, b):
     log_q, m, k2, k3, k4, _ = tn_moments(mu, sigma, a, b)
     nq, p = n * np.exp(log_q), outside_mass(mu, sigma, a, b)
     mean1 = np.array([m, m * m + k2])
-    sig = np.array([[k2, 2 * m * k2 + k3], [2 * m * k2 + k3, 4 * m * m * k2 + 4 * m * k3 + k4 - k2**2]])
+    sig = np.array(
+        [[k2, 2 * m * k2 + k3], [2 * m * k2 + k3, 4 * m * m * k2 + 4 * m * k3 + k4 - k2**2]]
+    )
     return nq * mean1, nq * (sig + p * np.outer(mean1, mean1))
 
 

@@ -72,9 +72,7 @@ def _grid():
 
 def _simulate(rng, params, n_reports):
     x = rng.normal(params["mu"], params["sigma"], size=(n_reports, int(params["n"])))
-    rel = release_truncated_normal_sum(
-        x, params["lower"], params["upper"], params["epsilon"], rng
-    )
+    rel = release_truncated_normal_sum(x, params["lower"], params["upper"], params["epsilon"], rng)
     return rel.value
 
 
