@@ -90,7 +90,8 @@ def clt_mean_cov(n, mu, sigma, a, b):
 
 def clt_cholesky(n, mu, sigma, a, b):
     """(l11, l21, l22): l11, l21 from the assembled covariance; l22^2 = det(V)/V11 with
-    det(V) = (nq)^2 k2 r (1 + p mu^T Sigma^-1 mu) from the quadrature residual r (the direct
+    det(V) = (nq)^2 k2 r (1 + p mu^T Sigma^-1 mu) (matrix determinant lemma on the per-record
+    Cholesky factor) from the quadrature residual r (the direct
     Schur complement V22 - V12^2/V11 cancels when |m| >> sigma)."""
     log_q, m, k2, k3, _, r = tn_moments(mu, sigma, a, b)
     nq, p = n * np.exp(log_q), outside_mass(mu, sigma, a, b)
@@ -103,8 +104,9 @@ def clt_cholesky(n, mu, sigma, a, b):
     g = (2 * m * k2 + k3) / np.sqrt(k2)
     w1 = m / np.sqrt(k2)
     w2 = (m * m + k2 - g * w1) / np.sqrt(r)
-    det = nq**2 * k2 * r * (1 + p * (w1 * w1 + w2 * w2))
-    return l11, l21, np.sqrt(det / cov[0, 0])
+    # det(V) / V11 with the factor nq taken out of both (no underflow of nq^2 for tiny q)
+    schur = nq * k2 * r * (1 + p * (w1 * w1 + w2 * w2)) / (cov[0, 0] / nq)
+    return l11, l21, np.sqrt(schur)
 
 
 def conditional_logpdf(y, z, n, mu, sigma, a, b, scale):
