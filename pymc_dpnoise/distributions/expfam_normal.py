@@ -282,9 +282,11 @@ def LaplaceNoisyTruncatedNormal(
 
     **Multimodality**: two numbers per release constrain :math:`(\mu, \sigma)` only through
     the truncated moments; the likelihood can have a secondary mode with :math:`\mu` beyond a
-    bound and a large :math:`\sigma` (33 nats lower in the recovery test, where nutpie's
-    chains ended from the default start).  With vague priors, give ``initval=`` near a crude
-    estimate (:math:`y_1/n`, :math:`\sqrt{y_2/n - (y_1/n)^2}`) and compare chains.
+    bound and a large :math:`\sigma` (33 nats lower in the recovery test, yet nutpie's chains
+    ended there from the default start, and one of PyMC's from a start jittered by
+    :math:`\pm 1`).  With vague priors, give ``initval=`` near a crude estimate
+    (:math:`y_1/n`, :math:`\sqrt{y_2/n - (y_1/n)^2}`), start without jitter
+    (``init="adapt_diag"`` for PyMC's sampler) and compare chains.
 
     ========  ============================================================================
     Support   :math:`y \in \mathbb{R}^2`
