@@ -90,7 +90,8 @@ def truncated_normal_moments(mu, sigma, lower, upper):
     (:math:`\mu + \sigma s = \operatorname{clip}(\mu, a, b)`, so :math:`m` is never the
     difference of two large numbers).  Only elementwise operations and a sum over the node
     axis: differentiable, and the same on the C, Numba and JAX backends.  Checked against
-    adaptive quadrature (``scipy.integrate.quad``) to :math:`10^{-10}` on a grid from
+    adaptive quadrature (``scipy.integrate.quad``; largest scaled error
+    :math:`1.2 \cdot 10^{-12}`, test threshold :math:`10^{-9}`) on a grid from
     :math:`[a, b]` at :math:`10^7` standard deviations from :math:`\mu` to
     :math:`\sigma = 10^5 (b - a)` (``tests/test_expfam_normal.py``).
 
