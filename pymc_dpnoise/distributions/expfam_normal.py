@@ -270,14 +270,13 @@ def LaplaceNoisyTruncatedNormal(
     **What is approximated**: only the normality of :math:`\hat s` (its mean and covariance
     are exact).  Measured against Monte Carlo of the exact mechanism (the model's density of
     :math:`y`, latent integrated out, against the Laplace density averaged over
-    :math:`10^5`--:math:`6\cdot 10^5` simulated :math:`\hat s`, at 30 simulated releases;
-    ``tests/test_expfam_normal.py``) for :math:`\mu = 0.5, \sigma = 1.5, [a, b] = [-3, 4]`
-    and :math:`n` from 10 to 1000: log density error at most 0.004 at
+    :math:`2\cdot 10^5` simulated :math:`\hat s`, at 30 simulated releases;
+    ``benchmarks/expfam_normal_clt_accuracy.py``) for :math:`\mu = 0.5, \sigma = 1.5,
+    [a, b] = [-3, 4]` and :math:`n` from 10 to 1000: log density error at most 0.004 at
     :math:`\varepsilon = 0.1` (the noise dominates: accurate from :math:`n = 10`); at
     :math:`\varepsilon = 1` rms 0.02--0.03 and at most 0.04--0.10, except releases far in the
     tail of the skewed :math:`\sum x^2` (0.25 once at :math:`n = 300`); similar with a third
-    of the records truncated (:math:`\mu = 3, \sigma = 2`: at most 0.13 at
-    :math:`\varepsilon = 1`, :math:`n = 300`).  At
+    of the records truncated (:math:`\mu = 3, \sigma = 2`: at most 0.13).  At
     :math:`\varepsilon = 1` the error does not shrink with :math:`n` in this range: the noise
     becomes small next to the spread of :math:`\hat s`, which exposes the skewness of
     :math:`\sum x^2`.
