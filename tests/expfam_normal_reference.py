@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 from expfam_reference import normal_laplace_logpdf
 from scipy import integrate
-from scipy.special import ndtr
+from scipy.special import logsumexp, ndtr
 
 _KW = dict(epsabs=0.0, epsrel=1e-13, limit=400)
 
@@ -133,3 +133,24 @@ def sensitivity_brute_force(a, b, num=20001):
         proj = t[:, 0] * s1 + t[:, 1]
         best = max(best, proj.max() - proj.min())
     return best
+
+
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(80)
+
+
+def integrate_latent(cond, y, kink, half_width=12.0):
+    """log of the integral over z ~ N(0, 1) of exp(cond(y, z)), one value per row of ``y``.
+
+    ``cond(y, z)`` returns the conditional log density for ``z`` of shape ``(len(y), m)``;
+    ``kink`` (one per row) is where it has a kink in z (the Laplace kernel of the first sum):
+    80-node Gauss-Legendre on each side of it, over [-half_width, half_width].
+    """
+    kink = np.clip(np.asarray(kink, float), -half_width, half_width)[:, None]
+    nodes, logw = [], []
+    for lo, hi in ((-half_width, kink), (kink, half_width)):
+        half = (hi - lo) / 2
+        z = (hi + lo) / 2 + half * _GL_X
+        nodes.append(z)
+        logw.append(np.log(np.maximum(half, 1e-300) * _GL_W) - 0.5 * z**2 - 0.5 * np.log(2 * np.pi))
+    z, logw = np.concatenate(nodes, axis=1), np.concatenate(logw, axis=1)
+    return logsumexp(cond(y, z) + logw, axis=1)
