@@ -42,6 +42,7 @@ _DISTRIBUTIONS = (
     "LaplaceNoisyMultinomial",
     "LaplaceNoisyPoisson",
     "LaplaceNoisyTruncatedExponential",
+    "LaplaceNoisyTruncatedNormal",
     "LaplaceNoisyTruncatedPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",

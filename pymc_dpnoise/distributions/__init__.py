@@ -33,6 +33,7 @@ from .expfam import (
     LaplaceNoisyTruncatedExponential,
     LaplaceNoisyTruncatedPoisson,
 )
+from .expfam_normal import LaplaceNoisyTruncatedNormal
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
@@ -48,6 +49,7 @@ __all__ = [
     "LaplaceNoisyMultinomial",
     "LaplaceNoisyPoisson",
     "LaplaceNoisyTruncatedExponential",
+    "LaplaceNoisyTruncatedNormal",
     "LaplaceNoisyTruncatedPoisson",
     "LaplacePerturbedClippedExponential",
     "LaplacePerturbedClippedExponentialSummary",

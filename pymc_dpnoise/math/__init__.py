@@ -56,6 +56,11 @@ from .expfam import (
     truncated_poisson_moments,
     truncated_sum_laplace_logp,
 )
+from .expfam_normal import (
+    truncated_normal_moments,
+    truncated_normal_sum_clt,
+    truncated_normal_sum_laplace_logp,
+)
 from .frequency import (
     bits_dot,
     krr_logp,
@@ -136,6 +141,9 @@ __all__ = [
     "sue_logp",
     "t2_indices",
     "truncated_exponential_moments",
+    "truncated_normal_moments",
+    "truncated_normal_sum_clt",
+    "truncated_normal_sum_laplace_logp",
     "truncated_poisson_moments",
     "truncated_sum_laplace_logp",
     "unary_encoding_logp",

@@ -33,6 +33,11 @@ from .counts import (
     release_poisson_count,
 )
 from .expfam import TruncatedSumRelease, release_truncated_sum
+from .expfam_normal import (
+    TruncatedNormalSumRelease,
+    release_truncated_normal_sum,
+    truncated_normal_sum_sensitivity,
+)
 from .frequency import (
     clip_normalize,
     compress_reports,
@@ -88,6 +93,7 @@ __all__ = [
     "PerturbedRelease",
     "Release",
     "SSRelease",
+    "TruncatedNormalSumRelease",
     "TruncatedSumRelease",
     "analytic_gaussian_sigma",
     "as_matrix",
@@ -128,6 +134,7 @@ __all__ = [
     "release_multinomial_counts",
     "release_poisson_count",
     "release_sufficient_statistics",
+    "release_truncated_normal_sum",
     "release_truncated_sum",
     "split_epsilon",
     "ss_sensitivity",
@@ -136,6 +143,7 @@ __all__ = [
     "sufficient_statistics",
     "t2",
     "total_spent",
+    "truncated_normal_sum_sensitivity",
     "unary_encoding_estimate",
     "unary_encoding_perturb",
 ]

@@ -233,3 +233,8 @@ CASES = [
         n_model=20,
     ),
 ]
+
+# The two-dimensional Gaussian variant registers from its own module.
+from cases.expfam_normal import CASES as _NORMAL_CASES  # noqa: E402
+
+CASES += _NORMAL_CASES
