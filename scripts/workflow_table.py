@@ -39,10 +39,12 @@ summary's ``set_data`` cell passes a new table *and* its number of reports (``n`
 (the ``docs`` and ``notebooks`` extras), and checks the model graph and
 :func:`pymc.model_to_mermaid` everywhere.
 
-Not in the table yet: ``LaplaceNoisyMultinomial``, ``LaplaceNoisyTruncatedExponential``,
-``LaplaceNoisyTruncatedPoisson`` and ``PerturbedLinRegSummary`` landed after it was written; their
-own tests cover draws, prior and posterior predictive, dims and the three samplers, but their
-rows are still to be added (``PENDING_ROWS`` in the test, which fails once a row exists).
+A summary (binned table or scatter matrix) is one observation of all N reports: its model
+has no group index.  ``LaplaceNoisyMultinomial`` is a model-building helper, not a class: it
+adds a latent vector per release (here the latent counts ``obs_counts_z``, the choice of
+``latent="auto"`` for these parameters) and has no ``.dist()``; its ``set_data`` cell passes
+that latent in ``sample_vars`` of :func:`pymc.sample_posterior_predictive`, so that new
+reports get new latents (PyMC warns that it keeps the trace's values otherwise).
 
 Pointwise log-likelihoods and LOO
 ---------------------------------
@@ -61,8 +63,8 @@ report, one regression row, one released vector of sufficient statistics.
   frequencies; its importance weights are uniform and its LOO term is exact, but
   :func:`arviz.loo` cannot fit a Pareto tail to constant ratios ("All tail values are the
   same").  ``pmd.loo`` gives such columns uniform weights and Pareto k = 0.
-* A binned summary is one observation of all N reports: there is no term per report
-  (refused below; fit the exact per-report class for LOO).
+* A summary (binned table or scatter matrix) is one observation of all N reports: there is
+  no term per report (refused below; fit the exact per-report class for LOO).
 
 """
 
