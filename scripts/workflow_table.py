@@ -53,7 +53,8 @@ Use ``pmd.compute_log_likelihood`` and ``pmd.loo``
 (:func:`pymc_dpnoise.pointwise.compute_log_likelihood`, :func:`pymc_dpnoise.pointwise.loo`: thin
 wrappers of :func:`pymc.compute_log_likelihood` and :func:`arviz.loo`).  The unit of every pointwise term
 is **one report**: one bit vector or item (frequency oracles), one noisy count, one clipped
-report, one regression row, one released vector of sufficient statistics.
+report, one regression row, one released vector of sufficient statistics, one released noisy
+sum or count vector.
 
 * Reports compressed with ``counts=`` are expanded back to one term per report (integer counts
   only): with plain :func:`pymc.compute_log_likelihood` a row of ``counts = c`` is one term
@@ -65,6 +66,10 @@ report, one regression row, one released vector of sufficient statistics.
   same").  ``pmd.loo`` gives such columns uniform weights and Pareto k = 0.
 * A summary (binned table or scatter matrix) is one observation of all N reports: there is
   no term per report (refused below; fit the exact per-report class for LOO).
+* ``LaplaceNoisyMultinomial``: the term of a release is its density given its own latent
+  vector.  Without the release that latent follows its prior, so PSIS-LOO still estimates
+  the leave-one-out predictive density of the release; the importance ratios also carry
+  what the release taught its latent, so look at the Pareto k values.
 
 """
 
