@@ -467,17 +467,36 @@ REFUSED = {
 }
 
 
+#: (distribution, workflow) -> (exception, regex of its message, the bug): cells that fail
+#: because of a known bug, not by design.  The cell checks that exactly this failure still
+#: happens (strict: it fails once the bug is fixed, so the entry must then be removed), and
+#: the docs table shows it as failing.
+KNOWN_BUGS = {
+    ("LaplaceNoisyTruncatedPoisson", "advi"): (
+        FloatingPointError,
+        "NaN occurred in optimization",
+        "bug: the log density is NaN once the kept mass q underflows (mu >= about 1000 with "
+        "upper = 8: log q = -inf in the incomplete-gamma difference), and ADVI's random "
+        "starts reach such rates",
+    ),
+}
+
+
 def cell_status(spec_name, workflow):
     """'pass' or the stated reason, for the docs table."""
     if (spec_name, workflow) in REFUSED:
         return "refused: " + REFUSED[spec_name, workflow][2]
+    if (spec_name, workflow) in KNOWN_BUGS:
+        return "fails: " + KNOWN_BUGS[spec_name, workflow][2]
     return "pass"
 
 
 def _run(spec, workflow, fn):
-    """Run a cell: the workflow, or the check that it is refused with the stated error."""
-    if (spec.name, workflow) in REFUSED:
-        exc, match, _ = REFUSED[spec.name, workflow]
+    """Run a cell: the workflow, or the check that it is refused (or fails by a known bug)
+    with the stated error."""
+    expected = REFUSED.get((spec.name, workflow)) or KNOWN_BUGS.get((spec.name, workflow))
+    if expected is not None:
+        exc, match, _ = expected
         with pytest.raises(exc, match=match):
             fn()
     else:
@@ -617,8 +636,9 @@ def test_every_public_distribution_has_a_row():
 
 
 def test_every_refusal_is_a_known_cell():
-    for spec_name, workflow in REFUSED:
+    for spec_name, workflow in [*REFUSED, *KNOWN_BUGS]:
         assert spec_name in BY_NAME and workflow in WORKFLOWS
+    assert not set(REFUSED) & set(KNOWN_BUGS)
 
 
 # --------------------------------------------------------------------------------------------
