@@ -112,7 +112,8 @@ def render() -> str:
     out.append("   * - distribution\n")
     out.extend(f"     - {wf}\n" for wf in workflows)
     for name, cells in rows:
-        out.append(f"   * - :class:`~pymc_dpnoise.{name}`\n")
+        role = "func" if name in suite.HELPERS else "class"  # a model helper is a function
+        out.append(f"   * - :{role}:`~pymc_dpnoise.{name}`\n")
         out.extend(f"     - {c}\n" for c in cells)
     out.append("\nRefusals and known bugs\n-----------------------\n\n")
     for key, n in reasons.items():
