@@ -18,10 +18,10 @@ impossible on privatised data, and this module fixes both:
   (the weights are uniform): :func:`loo` uses uniform weights and Pareto k = 0 for those
   columns, and PSIS for the others.
 
-The summaries (:class:`~pymc_dpnoise.LaplacePerturbedClippedNormalSummary` and its
-exponential sibling) are a single observation of N reports: there is no pointwise term per
-report, and :func:`compute_log_likelihood` refuses them (use the exact per-report class for
-LOO).
+The summaries (:class:`~pymc_dpnoise.LaplacePerturbedClippedNormalSummary`, its
+exponential sibling and :class:`~pymc_dpnoise.PerturbedLinRegSummary`) are a single
+observation of N reports: there is no pointwise term per report, and
+:func:`compute_log_likelihood` refuses them (use the exact per-report class for LOO).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ SAMPLE_DIMS = ("chain", "draw")
 
 def _rv_kind(rv):
     """'frequency', 'summary' or None for an observed variable of the model."""
-    from .distributions import clipped, frequency
+    from .distributions import clipped, frequency, regression
 
     op = getattr(rv.owner, "op", None)
     if isinstance(op, frequency._UnaryRV | frequency.KRRRV):
@@ -45,7 +45,8 @@ def _rv_kind(rv):
     if isinstance(
         op,
         clipped.LaplacePerturbedClippedNormalSummaryRV
-        | clipped.LaplacePerturbedClippedExponentialSummaryRV,
+        | clipped.LaplacePerturbedClippedExponentialSummaryRV
+        | regression.PerturbedLinRegSummaryRV,
     ):
         return "summary"
     return None
@@ -130,10 +131,10 @@ def compute_log_likelihood(idata, *, model=None, var_names=None, extend_inferenc
     for name in names:
         if _rv_kind(model[name]) == "summary":
             raise NotImplementedError(
-                f"{name}: a binned summary is a single observation of all N reports, so it has "
-                "no pointwise log-likelihood per report and leave-one-out over reports is not "
-                "defined. Fit the exact per-report class (e.g. LaplacePerturbedClippedNormal) "
-                "to compute LOO."
+                f"{name}: a summary (binned table or scatter matrix) is a single observation of "
+                "all N reports, so it has no pointwise log-likelihood per report and "
+                "leave-one-out over reports is not defined. Fit the exact per-report class (e.g. "
+                "LaplacePerturbedClippedNormal, PerturbedLinReg) to compute LOO."
             )
     ll = pm.compute_log_likelihood(
         idata, var_names=names, model=model, extend_inferencedata=False, **kw

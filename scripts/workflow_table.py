@@ -26,8 +26,9 @@ Every public distribution of :mod:`pymc_dpnoise.distributions` against every ord
 workflow.  The table is generated from ``tests/test_workflows.py`` by
 ``scripts/workflow_table.py``: **pass** means the suite runs the workflow on that
 distribution and checks its result in the default run, **pass (slow)** in the ``slow`` run
-(``pytest -m slow``); a numbered cell is a refusal, with the error the package
-raises (the suite checks that exact error) and the reason below the table.
+(``pytest -m slow``); a numbered cell is a refusal ("no"), with the error the package
+raises (the suite checks that exact error) and the reason below the table, or a known bug
+("fails"), whose failure the suite checks in the same way until it is fixed.
 
 The models are hierarchical: {n_groups} groups, parameters indexed by a group index held in
 ``pm.Data`` (``p[g]``, ``theta[g]``, ...), ``coords``/``dims`` on every variable, reports
@@ -39,10 +40,12 @@ summary's ``set_data`` cell passes a new table *and* its number of reports (``n`
 (the ``docs`` and ``notebooks`` extras), and checks the model graph and
 :func:`pymc.model_to_mermaid` everywhere.
 
-Not in the table yet: ``LaplaceNoisyMultinomial``, ``LaplaceNoisyTruncatedExponential``,
-``LaplaceNoisyTruncatedPoisson`` and ``PerturbedLinRegSummary`` landed after it was written; their
-own tests cover draws, prior and posterior predictive, dims and the three samplers, but their
-rows are still to be added (``PENDING_ROWS`` in the test, which fails once a row exists).
+A summary (binned table or scatter matrix) is one observation of all N reports: its model
+has no group index.  ``LaplaceNoisyMultinomial`` is a model-building helper, not a class: it
+adds a latent vector per release (here the latent counts ``obs_counts_z``, the choice of
+``latent="auto"`` for these parameters) and has no ``.dist()``; its ``set_data`` cell passes
+that latent in ``sample_vars`` of :func:`pymc.sample_posterior_predictive`, so that new
+reports get new latents (PyMC warns that it keeps the trace's values otherwise).
 
 Pointwise log-likelihoods and LOO
 ---------------------------------
@@ -51,7 +54,8 @@ Use ``pmd.compute_log_likelihood`` and ``pmd.loo``
 (:func:`pymc_dpnoise.pointwise.compute_log_likelihood`, :func:`pymc_dpnoise.pointwise.loo`: thin
 wrappers of :func:`pymc.compute_log_likelihood` and :func:`arviz.loo`).  The unit of every pointwise term
 is **one report**: one bit vector or item (frequency oracles), one noisy count, one clipped
-report, one regression row, one released vector of sufficient statistics.
+report, one regression row, one released vector of sufficient statistics, one released noisy
+sum or count vector.
 
 * Reports compressed with ``counts=`` are expanded back to one term per report (integer counts
   only): with plain :func:`pymc.compute_log_likelihood` a row of ``counts = c`` is one term
@@ -61,8 +65,12 @@ report, one regression row, one released vector of sufficient statistics.
   frequencies; its importance weights are uniform and its LOO term is exact, but
   :func:`arviz.loo` cannot fit a Pareto tail to constant ratios ("All tail values are the
   same").  ``pmd.loo`` gives such columns uniform weights and Pareto k = 0.
-* A binned summary is one observation of all N reports: there is no term per report
-  (refused below; fit the exact per-report class for LOO).
+* A summary (binned table or scatter matrix) is one observation of all N reports: there is
+  no term per report (refused below; fit the exact per-report class for LOO).
+* ``LaplaceNoisyMultinomial``: the term of a release is its density given its own latent
+  vector.  Without the release that latent follows its prior, so PSIS-LOO still estimates
+  the leave-one-out predictive density of the release; the importance ratios also carry
+  what the release taught its latent, so look at the Pareto k values.
 
 """
 
@@ -90,10 +98,12 @@ def render() -> str:
             if status == "pass":
                 cells.append("pass (slow)" if wf in suite.SLOW else "pass")
             else:
-                exc = suite.REFUSED[spec.name, wf][0].__name__
-                key = f"``{exc}``: {status.removeprefix('refused: ')}"
+                bug = status.startswith("fails: ")
+                table = suite.KNOWN_BUGS if bug else suite.REFUSED
+                exc = table[spec.name, wf][0].__name__
+                key = f"``{exc}``: {status.split(': ', 1)[1]}"
                 n = reasons.setdefault(key, len(reasons) + 1)
-                cells.append(f"no [{n}]")
+                cells.append(f"fails [{n}]" if bug else f"no [{n}]")
         rows.append((spec.name, cells))
 
     out = [HEADER.format(n_groups=suite.N_GROUPS)]
@@ -102,9 +112,10 @@ def render() -> str:
     out.append("   * - distribution\n")
     out.extend(f"     - {wf}\n" for wf in workflows)
     for name, cells in rows:
-        out.append(f"   * - :class:`~pymc_dpnoise.{name}`\n")
+        role = "func" if name in suite.HELPERS else "class"  # a model helper is a function
+        out.append(f"   * - :{role}:`~pymc_dpnoise.{name}`\n")
         out.extend(f"     - {c}\n" for c in cells)
-    out.append("\nRefusals\n--------\n\n")
+    out.append("\nRefusals and known bugs\n-----------------------\n\n")
     for key, n in reasons.items():
         out.append(f"[{n}] {key}\n\n")
     out.append("Workflows\n---------\n\n")

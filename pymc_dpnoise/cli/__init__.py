@@ -7,10 +7,12 @@ Commands
     posteriors against the truth and save a plot.
 ``pymc-dpnoise fit MODEL FILE [options]``
     Fit a noise-aware model to a CSV or Parquet file of privatised reports (what an
-    aggregator holds), print a posterior summary and optionally save the posterior.  One
-    MODEL per distribution: ``clipped-normal``, ``clipped-exponential``, ``oue``, ``sue``,
-    ``unary-encoding``, ``krr``, ``linreg``, ``logreg``, ``ss-normal``
-    (``pymc-dpnoise fit --help``).
+    aggregator holds) or of central-DP releases (one noisy count, sum or count vector per
+    row), print a posterior summary and optionally save the posterior.  One MODEL per
+    distribution: ``clipped-normal``, ``clipped-exponential``, ``noisy-binomial``,
+    ``noisy-poisson``, ``truncated-exponential``, ``truncated-poisson``,
+    ``noisy-multinomial``, ``oue``, ``sue``, ``unary-encoding``, ``krr``, ``linreg``,
+    ``logreg``, ``ss-normal`` (``pymc-dpnoise fit --help``).
 
 Layout: :mod:`._args` (parser, validators), :mod:`._read` (DuckDB readers), :mod:`._models`
 (the registry: one entry per model), :mod:`._fit` (the fit command), :mod:`._write` (output

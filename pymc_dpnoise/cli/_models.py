@@ -124,6 +124,9 @@ def _check_values(table, idx, values, kind, *, k=None):
     elif kind == "count":
         bad = ~(np.isfinite(values) & (values >= 0))
         why = "count must be finite and >= 0, got {v}"
+    elif kind == "records":
+        bad = ~np.isfinite(values) | (values < 1) | (values != np.round(values))
+        why = "the number of records must be a whole number >= 1, got {v}"
     elif kind == "bit":
         bad = (values != 0) & (values != 1)
         why = "bits must be 0 or 1, got {v}"
@@ -170,25 +173,32 @@ _COUNTS = _column(
 )
 
 
-def _read_epsilon(table, args, used):
-    """(epsilon: float or array, its description, its column index or None)."""
+def _value_or_column(table, args, name, kind, used):
+    """``--NAME`` or ``--NAME-column``: (a number or an array, its description, the column
+    index or None); the column's values are checked as ``kind``."""
     import numpy as np
 
-    if getattr(args, "epsilon_column", None) is None:
-        eps = getattr(args, "epsilon", None)
-        return eps, ("" if eps is None else f"epsilon={_fmt(eps)}"), None
-    idx = table.resolve(args.epsilon_column, "epsilon column")
+    column = getattr(args, f"{name}_column", None)
+    if column is None:
+        value = getattr(args, name, None)
+        return value, ("" if value is None else f"{name}={_fmt(value)}"), None
+    idx = table.resolve(column, f"{name} column")
     if idx in used:
         raise InputError(
-            f"--epsilon-column {args.epsilon_column}: column {table.label(idx)} is also read "
-            "as reports"
+            f"--{name}-column {column}: column {table.label(idx)} is also read as reports"
         )
-    (eps,) = table.read([idx])
-    _check_values(table, idx, eps, "epsilon")
+    (values,) = table.read([idx])
+    _check_values(table, idx, values, kind)
     desc = (
-        f"epsilon from column {table.label(idx)} (min {_fmt(np.min(eps))}, max {_fmt(np.max(eps))})"
+        f"{name} from column {table.label(idx)} "
+        f"(min {_fmt(np.min(values))}, max {_fmt(np.max(values))})"
     )
-    return eps, desc, idx
+    return values, desc, idx
+
+
+def _read_epsilon(table, args, used):
+    """(epsilon: float or array, its description, its column index or None)."""
+    return _value_or_column(table, args, "epsilon", "epsilon", used)
 
 
 def _reserved(table, args, *names):
@@ -206,24 +216,31 @@ def _reserved(table, args, *names):
 # --------------------------------------------------------------------------------------------
 
 
-def _scalar_read(table, args):
-    idx = _pick_column(table, args.column, _reserved(table, args, "epsilon_column"), "reports")
+def _scalar_read(table, args, *, what="reports", min_rows=2):
+    """One numeric value per row (``--column``) with its budget (and ``n`` if the model has
+    ``--n``/``--n-column``: the released sums)."""
+    with_n = hasattr(args, "n_column")
+    reserved = _reserved(table, args, "epsilon_column", *(["n_column"] if with_n else []))
+    idx = _pick_column(table, args.column, reserved, what)
     (z,) = table.read([idx])
     _check_values(table, idx, z, "report")
-    if len(z) < 2:
-        raise InputError(f"{table.display}: only {len(z)} report, need at least 2")
+    if len(z) < min_rows:
+        raise InputError(f"{table.display}: only {len(z)} report, need at least {min_rows}")
     eps, eps_desc, eps_idx = _read_epsilon(table, args, {idx})
+    out = dict(z=z, epsilon=eps, epsilon_desc=eps_desc)
+    used = 1 + (eps_idx is not None)
+    if with_n:
+        out["n"], out["n_desc"], n_idx = _value_or_column(table, args, "n", "records", {idx})
+        used += n_idx is not None
     note = None
-    if args.column is None and table.n_columns > 1 + (eps_idx is not None):
+    if args.column is None and table.n_columns > used:
         note = (
-            f"{table.display} has {table.n_columns} columns; the reports are taken from column "
+            f"{table.display} has {table.n_columns} columns; the {what} are taken from column "
             f"{table.label(idx)} (choose another with --column)"
         )
     return dict(
-        z=z,
-        epsilon=eps,
-        epsilon_desc=eps_desc,
-        read=f"Read {len(z)} reports from {table.display} (column {table.label(idx)}).",
+        out,
+        read=f"Read {len(z)} {what} from {table.display} (column {table.label(idx)}).",
         note=note,
     )
 
@@ -293,19 +310,24 @@ def _read_counts(table, args, n):
     return c, idx
 
 
+def _chosen_columns(table, args, others):
+    """``--columns``, or every column that the options ``others`` (e.g. ``epsilon_column``)
+    do not name; a column named by both is an error."""
+    reserved = _reserved(table, args, *others)
+    if args.columns is None:
+        return table.unused(reserved)
+    idx = [table.resolve(c) for c in args.columns]
+    both = reserved.intersection(idx)
+    if both:
+        what = " or ".join(o.removesuffix("_column") for o in others)
+        raise InputError(f"--columns: column {table.label(min(both))} is also the {what} column")
+    return idx
+
+
 def _bits_read(table, args):
     import numpy as np
 
-    reserved = _reserved(table, args, "epsilon_column", "counts_column")
-    if args.columns is None:
-        idx = table.unused(reserved)
-    else:
-        idx = [table.resolve(c) for c in args.columns]
-        both = reserved.intersection(idx)
-        if both:
-            raise InputError(
-                f"--columns: column {table.label(min(both))} is also the counts or epsilon column"
-            )
+    idx = _chosen_columns(table, args, ("counts_column", "epsilon_column"))
     if len(idx) < 2:
         raise InputError(
             f"{table.display}: {len(idx)} bit column(s); a unary-encoding report has k >= 2 bits"
@@ -472,6 +494,71 @@ STATISTICS = DataKind(
         ),
     ),
     _statistics_read,
+)
+
+#: --n N or --n-column NAME, exactly one (central-DP releases: the records behind each)
+_N_OR_COLUMN = OneOf(
+    Opt("--n", "number of records behind every release", type=int_between(1), metavar="N"),
+    _column("--n-column", "column of the number of records behind each release"),
+)
+#: the budget of central-DP releases: --epsilon E or --epsilon-column NAME, exactly one
+_RELEASE_EPSILON = OneOf(
+    Opt("--epsilon", "privacy budget ε > 0 of every release", type=positive_float, metavar="E"),
+    _column("--epsilon-column", "column of per-release budgets ε > 0"),
+)
+
+#: released noisy sums, one per row, with the records behind each (truncated families)
+RELEASES = DataKind(
+    (
+        _column(
+            "--column",
+            "column of released noisy sums, one release per row (default: the first column "
+            "that no other option uses)",
+        ),
+        _N_OR_COLUMN,
+        _RELEASE_EPSILON,
+    ),
+    lambda t, a: _scalar_read(t, a, what="releases", min_rows=1),
+)
+
+
+def _count_vectors_read(table, args):
+    import numpy as np
+
+    idx = _chosen_columns(table, args, ("n_column", "epsilon_column"))
+    if len(idx) < 2:
+        raise InputError(
+            f"{table.display}: {len(idx)} count column(s); a released count vector has k >= 2 "
+            "categories"
+        )
+    z = np.column_stack(table.read(idx))
+    for j, i in enumerate(idx):
+        _check_values(table, i, z[:, j], "report")
+    eps, eps_desc, _ = _read_epsilon(table, args, set(idx))
+    n, n_desc, _ = _value_or_column(table, args, "n", "records", set(idx))
+    return dict(
+        z=z,
+        epsilon=eps,
+        epsilon_desc=eps_desc,
+        n=n,
+        n_desc=n_desc,
+        items=[table.names[i] if table.names else str(i) for i in idx],
+        read=(f"Read {len(z)} release(s) of k = {len(idx)} noisy counts from {table.display}."),
+    )
+
+
+#: released noisy count vectors: k count columns per row (one release per row)
+COUNT_VECTORS = DataKind(
+    (
+        _columns(
+            "--columns",
+            "the k columns of noisy category counts, names or 0-based indices separated by "
+            "commas (default: every column no other option uses)",
+        ),
+        _N_OR_COLUMN,
+        _RELEASE_EPSILON,
+    ),
+    _count_vectors_read,
 )
 
 
@@ -678,6 +765,139 @@ def _noisy_poisson_build(args, data):
         f"sensitivity={_fmt(args.sensitivity)})",
         f"mu ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
         ["mu"],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# exponential-family releases (central DP): truncated sums and noisy count vectors
+# --------------------------------------------------------------------------------------------
+
+
+def _truncated_options(param, integer):
+    kind = "integer " if integer else ""
+    return (
+        Opt(
+            "--lower",
+            f"declared {kind}lower truncation bound >= 0: records below it were dropped",
+            type=finite_float,
+            default=0.0,
+        ),
+        Opt(
+            "--upper",
+            f"declared {kind}upper truncation bound: records above it were dropped",
+            type=finite_float,
+            required=True,
+        ),
+        Opt(
+            "--sensitivity",
+            "L1 sensitivity of the truncated sum (Laplace scale = sensitivity / epsilon; "
+            "default: max(|lower|, |upper|, upper - lower) = upper)",
+            type=positive_float,
+        ),
+        _gamma_prior(param, _BOUND_SCALED),
+    )
+
+
+def _truncated_check(integer):
+    def check(args):
+        word = "--lower <= --upper" if integer else "--lower < --upper"
+        if args.lower < 0:
+            raise InputError(f"--lower must be >= 0 (records are >= 0), got {_fmt(args.lower)}")
+        if (args.upper < args.lower) if integer else (args.upper <= args.lower):
+            raise InputError(f"need {word}, got lower={_fmt(args.lower)}, upper={_fmt(args.upper)}")
+        if args.upper <= 0:
+            raise InputError(f"--upper must be > 0, got {_fmt(args.upper)}")
+        if integer:
+            for flag, v in (("--lower", args.lower), ("--upper", args.upper)):
+                if v != int(v):
+                    raise InputError(f"{flag} must be a whole number for counts, got {_fmt(v)}")
+        _check_scale(_truncated_sensitivity(args), args)
+
+    return check
+
+
+def _truncated_sensitivity(args):
+    if args.sensitivity is not None:
+        return args.sensitivity
+    return max(abs(args.lower), abs(args.upper), args.upper - args.lower)
+
+
+def _truncated_build(cls_name, param, default_prior):
+    def build(args, data):
+        import pymc as pm
+
+        from .. import distributions
+
+        cls = getattr(distributions, cls_name)
+        a, b = getattr(args, f"{param}_prior") or default_prior(args)
+        sens = _truncated_sensitivity(args)
+        with pm.Model() as model:
+            rate = pm.Gamma(param, alpha=a, beta=b)
+            cls(
+                "y", data["n"], rate, args.lower, args.upper, data["epsilon"], sens,
+                observed=data["z"],
+            )  # fmt: skip
+        return Built(
+            model,
+            f"y ~ {cls_name}({data['n_desc']}, {param}, lower={_fmt(args.lower)}, "
+            f"upper={_fmt(args.upper)}, {data['epsilon_desc']}, sensitivity={_fmt(sens)})",
+            f"{param} ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
+            [param],
+        )
+
+    return build
+
+
+_LATENTS = ("auto", "noise_variance", "counts")
+_NOISY_MULTINOMIAL_OPTIONS = (
+    Opt(
+        "--sensitivity",
+        "L1 sensitivity of the count vector (Laplace scale = sensitivity / epsilon on every "
+        "count; 2: replacing one record moves one unit between two counts)",
+        type=positive_float,
+        default=2.0,
+    ),
+    Opt(
+        "--latent",
+        "latent vector NUTS integrates: the noise variances or the latent counts; auto picks "
+        "by the noise level (see pymc_dpnoise.LaplaceNoisyMultinomial)",
+        choices=_LATENTS,
+        default="auto",
+    ),
+    Opt(
+        "--alpha",
+        "p ~ Dirichlet(alpha, ..., alpha): the prior on the k category probabilities",
+        type=positive_float,
+        default=1.0,
+    ),
+)
+
+
+def _noisy_multinomial_check(args):
+    _check_scale(args.sensitivity, args)
+
+
+def _noisy_multinomial_build(args, data):
+    import pymc as pm
+
+    from ..distributions import LaplaceNoisyMultinomial
+
+    k = len(data["items"])
+    coords = {"release": range(len(data["z"])), "category": data["items"]}
+    with pm.Model(coords=coords) as model:
+        p = pm.Dirichlet("p", [args.alpha] * k, dims="category")
+        LaplaceNoisyMultinomial(
+            "y", data["n"], p, data["epsilon"], args.sensitivity, observed=data["z"],
+            dims=("release", "category"), latent=args.latent,
+        )  # fmt: skip
+    latent = next(v.name for v in model.free_RVs if v.name.startswith("y_"))
+    return Built(
+        model,
+        f"y ~ LaplaceNoisyMultinomial({data['n_desc']}, p, {data['epsilon_desc']}, "
+        f"sensitivity={_fmt(args.sensitivity)}), k = {k}, latent {latent} "
+        f"(--latent {args.latent})",
+        f"p ~ Dirichlet({_fmt(args.alpha)} x {k})",
+        ["p"],
     )
 
 
@@ -1073,6 +1293,23 @@ def _frequency_model(name, cls_name, data, options, check, summary, text):
     return ModelSpec(name, cls_name, data, options, check, build, summary, _doc(text, _FREQ_PRIOR))
 
 
+def _truncated_model(name, cls_name, prior, integer, summary, text):
+    """A truncated-sum model: ``prior = (rate name, args -> default Gamma (alpha, beta))``."""
+    param, default = prior
+    return ModelSpec(
+        name,
+        cls_name,
+        RELEASES,
+        _truncated_options(param, integer),
+        _truncated_check(integer),
+        _truncated_build(cls_name, param, default),
+        summary,
+        _doc(text),
+        metavar="RELEASES",
+        what="file of released noisy sums, one per row",
+    )
+
+
 #: one row per command, fields in :class:`ModelSpec` order: name, distribution, data kind,
 #: options, check, build, summary, description
 MODELS: dict[str, ModelSpec] = {
@@ -1151,6 +1388,68 @@ MODELS: dict[str, ModelSpec] = {
 
             Default prior: mu ~ Gamma(1, 0.01) (prior mean 100; set --mu-prior).""",
             ),
+        ),
+        _truncated_model(
+            "truncated-exponential",
+            "LaplaceNoisyTruncatedExponential",
+            ("lam", lambda a: (4.0, a.upper / 2)),
+            False,
+            "released noisy sums of Exponential records inside declared bounds (central DP)",
+            """\
+            Model: each row is one release y_i = s_i + Laplace(0, sensitivity / epsilon_i) of
+            the sum s_i of those of n_i records x ~ Exponential(rate lam) that fall inside the
+            declared bounds [lower, upper] (the others were dropped, not clipped), fitted with
+            pymc_dpnoise.LaplaceNoisyTruncatedExponential (random-sum CLT for s_i, the
+            Laplace noise integrated exactly).  n_i from --n or --n-column.
+
+            Default prior, scaled to the bound:
+              lam ~ Gamma(alpha=4, beta=upper / 2)     (prior mean of lam: 8 / upper)
+            The bounds are declared to hold most records: this prior puts lam * upper above
+            1.8 (then at least 83% of the records are inside) with probability 0.99.  It
+            matters: the sum's mean is not monotone in lam, so a small rate with most records
+            dropped can explain the same sums (a second mode, of similar likelihood when the
+            releases are few).  Look for it with a wider --lam-prior and several chains.""",
+        ),
+        _truncated_model(
+            "truncated-poisson",
+            "LaplaceNoisyTruncatedPoisson",
+            ("mu", lambda a: (2.0, 4.0 / a.upper)),
+            True,
+            "released noisy sums of Poisson counts inside declared bounds (central DP)",
+            """\
+            Model: as truncated-exponential, for records x ~ Poisson(mu) and integer bounds
+            {lower, ..., upper}: counts outside were dropped (not clipped: for clipped counts
+            see noisy-poisson), the kept ones summed and released with Laplace noise.
+            Fitted with pymc_dpnoise.LaplaceNoisyTruncatedPoisson.
+
+            Default prior, scaled to the bound:
+              mu ~ Gamma(alpha=2, beta=4 / upper)      (prior mean of mu: upper / 2)
+            The bounds are declared to hold most records, so mu > upper has prior
+            probability 0.09: as for truncated-exponential, a rate with most counts above
+            upper can explain the same sums (a second mode).""",
+        ),
+        ModelSpec(
+            "noisy-multinomial",
+            "LaplaceNoisyMultinomial",
+            COUNT_VECTORS,
+            _NOISY_MULTINOMIAL_OPTIONS,
+            _noisy_multinomial_check,
+            _noisy_multinomial_build,
+            "released category counts with Laplace noise on every count (central DP)",
+            _doc(
+                """\
+            Model: each row is one release of k category counts s_i ~ Multinomial(n_i, p),
+            each count plus its own Laplace(0, sensitivity / epsilon_i) noise (e.g. one
+            region's counts per answer), fitted with pymc_dpnoise.LaplaceNoisyMultinomial:
+            the counts are approximated by a normal with the multinomial's mean and
+            covariance, and one latent vector per release is integrated by NUTS (--latent).
+            The file holds the k noisy counts as k columns (--columns); n_i from --n or
+            --n-column.
+
+            Default prior: p ~ Dirichlet(1, ..., 1) (uniform on the simplex; --alpha).""",
+            ),
+            metavar="RELEASES",
+            what="file of released noisy count vectors, one per row",
         ),
         _frequency_model(
             "oue",

@@ -108,7 +108,9 @@ class _TruncatedSumRV(SymbolicRandomVariable):
             size = implicit_size_from_params(
                 n, theta, lower, upper, epsilon, sensitivity, ndims_params=cls.ndims_params
             )
-        n_max = pt.cast(pt.max(n), "int64")
+        # no reduction of a 0-d n: PyMC's graph plotting compiles the shape graph in a mode
+        # whose C code for Max of a 0-d input fails ("too many values to unpack")
+        n_max = pt.cast(pt.max(n) if n.type.ndim else n, "int64")
         rec_size = pt.concatenate([pt.cast(size, "int64"), pt.atleast_1d(n_max)])
         next_rng, x = cls._records(pt.shape_padright(theta), rec_size, rng)
         x = pt.cast(x, "float64")
@@ -601,8 +603,9 @@ def LaplaceNoisyMultinomial(
 
     This is a model-building helper, not a distribution class: it must be called inside a
     :class:`pymc.Model`, creates the latent and the observed variable, and returns the
-    latter.  There is no ``.dist()``.  Draws of the returned variable (prior and posterior
-    predictive) are releases: multinomial counts plus Laplace noise on every count.
+    latter.  There is no ``.dist()`` (it raises ``NotImplementedError``).  Draws of the
+    returned variable (prior and posterior predictive) are releases: multinomial counts plus
+    Laplace noise on every count.
 
     Parameters
     ----------
@@ -709,3 +712,18 @@ def LaplaceNoisyMultinomial(
         return LaplaceNoisyMultinomialGivenNoiseVar(name, n_t, p_t, w, eps_t, sens_t, **obs_kwargs)
     z = pm.Normal(f"{name}_counts_z", 0.0, 1.0, **_latent_kwargs("free"))
     return LaplaceNoisyMultinomialGivenCounts(name, n_t, p_t, z, eps_t, sens_t, **obs_kwargs)
+
+
+def _multinomial_dist(*args, **kwargs):
+    """``LaplaceNoisyMultinomial.dist``: refused with the reason (the helper needs a model)."""
+    raise NotImplementedError(
+        "LaplaceNoisyMultinomial.dist: there is no stand-alone distribution. LaplaceNoisyMultinomial "
+        "is a model-building helper: the released counts have no closed-form density, so it adds "
+        "a latent vector (noise variances or latent counts) to the current model. Call it inside "
+        "a pm.Model (pm.draw of the variable it returns, and the prior and posterior predictive, "
+        "draw releases), or use LaplaceNoisyMultinomialGivenNoiseVar.dist(n, p, w, epsilon) with "
+        "your own latent w."
+    )
+
+
+LaplaceNoisyMultinomial.dist = _multinomial_dist

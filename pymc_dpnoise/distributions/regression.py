@@ -419,6 +419,22 @@ class PerturbedLinRegSummaryRV(SymbolicRandomVariable):
         )(rng, size, theta, sigma, cov, sigma_x, sigma_y, n)
 
 
+#: dimensions of the unbatched parameters of PerturbedLinRegSummary (sigma_x: scalar or (d,))
+_SUMMARY_NDIM = {"theta": 1, "sigma": 0, "cov": 2, "sigma_x": 1, "sigma_y": 0, "n": 0}
+
+
+def _check_summary_unbatched(**params):
+    """A scatter summary is one matrix of N reports: no batch (group) axes on its parameters."""
+    for key, val in params.items():
+        ndim = pt.as_tensor_variable(val).ndim
+        if ndim > _SUMMARY_NDIM[key]:
+            raise NotImplementedError(
+                f"{key}: summary distributions take unbatched parameters (one summary per "
+                f"variable); got {ndim} dimension(s), at most {_SUMMARY_NDIM[key]} expected. For "
+                "several groups, build one summary variable per group."
+            )
+
+
 class PerturbedLinRegSummary(_NoImputeContinuous):
     r"""N perturbed-input linear-regression reports observed through their scatter matrix.
 
@@ -481,6 +497,9 @@ class PerturbedLinRegSummary(_NoImputeContinuous):
     @classmethod
     def dist(cls, theta, sigma, cov, sigma_x, sigma_y, n=None, **kwargs):
         check_required(theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y, n=n)
+        _check_summary_unbatched(
+            theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y, n=n
+        )
         d = _check_theta(theta)
         check_positive("sigma", sigma)
         _check_cov(cov, d)

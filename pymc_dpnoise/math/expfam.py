@@ -269,7 +269,9 @@ def multinomial_counts_from_normal(z, n, p):
     rho_next = pt.maximum(rho[..., 1:], 1e-300)
     step = pt.sqrt(n * p[..., :-1] / (rho_j * rho_next)) * z
     dev = rho_next * pt.cumsum(step, axis=-1)  # D_1 .. D_{k-1}
-    zeros = pt.zeros_like(dev[..., :1])
+    # not zeros_like(dev[..., :1]): the slice's length is computed symbolically, a traced
+    # value in JAX that jnp.broadcast_to refuses as a shape (numpyro failed with dims)
+    zeros = pt.zeros((*dev.shape[:-1], 1), dtype=dev.dtype)
     full = pt.concatenate([zeros, dev, zeros], axis=-1)  # D_0 = D_k = 0
     return n * p + (full[..., 1:] - full[..., :-1])
 
