@@ -9,3 +9,28 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 sys.path.insert(0, os.path.dirname(__file__))
+
+
+# --------------------------------------------------------------------------------------------
+# Compile mode of the default run (tests/README.md, "Compile mode")
+# --------------------------------------------------------------------------------------------
+import pytensor  # noqa: E402
+import pytest  # noqa: E402
+from compile_modes import TEST_MODE  # noqa: E402
+
+#: markers whose tests compile in PyTensor's default mode (Numba), as users run them
+NATIVE_MARKERS = ("slow", "backend")
+
+
+@pytest.fixture(autouse=True)
+def _test_compile_mode(request):
+    """Compile in :data:`TEST_MODE`, except under a ``NATIVE_MARKERS`` marker or with
+    ``PMD_TEST_MODE=native`` in the environment (the whole run in the default mode)."""
+    native = os.environ.get("PMD_TEST_MODE", "").lower() == "native" or any(
+        request.node.get_closest_marker(m) for m in NATIVE_MARKERS
+    )
+    if native:
+        yield
+        return
+    with pytensor.config.change_flags(mode=TEST_MODE):
+        yield

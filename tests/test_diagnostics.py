@@ -130,6 +130,7 @@ def test_sbc_exponential_calibrated_naive_not(epsilon):
     assert not naive.coverage()["inside"].any(), naive.coverage()
 
 
+@pytest.mark.backend  # runs NUTS: the default mode's compile is cheaper than sampling on the Python VM
 def test_sample_compiled_swaps_data_and_reports_diagnostics():
     """The nutpie helper behind every experiment: new pm.Data values change the posterior;
     draws are flattened over chains; divergences and split-R-hat are reported."""
@@ -158,6 +159,7 @@ def test_sample_compiled_swaps_data_and_reports_diagnostics():
     assert abs(post2[:, 0].mean() + 3.0) < 0.5
 
 
+@pytest.mark.backend  # runs NUTS: the default mode's compile is cheaper than sampling on the Python VM
 def test_sample_compiled_drops_chains_stuck_in_a_minor_mode():
     """Two separated modes, the one at +6 with e^-20 of the mass: chains that start on its
     side stay there.  ``drop_stuck_chains`` removes exactly those chains."""

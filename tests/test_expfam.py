@@ -104,7 +104,7 @@ def test_truncated_moments_match_quadrature_and_sums():
         for j in range(3):
             got = out[3 + j][ne + i]
             scale = abs(ref[j]) if j != 2 else max(ref[2], 1e-12 * ref[1] ** 2)
-            atol = 1e-12 if j == 0 else 1e-13  # the reference's log q is 1 - 1e-13 at best
+            atol = 1e-12  # the reference's log q is 1 - 1e-13 at best; summation order varies
             assert abs(got - ref[j]) <= 1e-10 * scale + atol, (t, a, b, j, got, ref)
             assert np.isfinite(out[9 + j][ne + i])
 

@@ -302,6 +302,7 @@ def _grid_posterior_mean(reports, eps, n_grid=400):
         pytest.param("numpyro", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.backend  # runs NUTS: the default mode's compile is cheaper than sampling on the Python VM
 def test_nuts_recovers_the_exact_posterior(sampler):
     if sampler != "pymc":
         pytest.importorskip(sampler)

@@ -118,6 +118,7 @@ def test_scaled_lkj_cov_prior_draws():
     assert stats.kstest(r, stats.beta(4, 4).cdf).pvalue < 1e-6
 
 
+@pytest.mark.backend  # runs NUTS: the default mode's compile is cheaper than sampling on the Python VM
 def test_scaled_lkj_cov_nuts_reaches_small_scales():
     # prior-only NUTS must return the prior, including the mass near zero of *every* scale
     # (pm.LKJCholeskyCov loses it in the second scale: benchmarks/lkj_parameterisation.py)

@@ -241,6 +241,7 @@ def test_censored_noisy_count_logp_uses_the_cdfs():
     assert lp[2] == pytest.approx(pm.logccdf(base, 20.0).eval(), rel=1e-12)
 
 
+@pytest.mark.backend  # runs NUTS: the default mode's compile is cheaper than sampling on the Python VM
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_censored_clipped_report_samples_with_nuts():
     """A censored clipped-normal report model samples with NUTS and recovers mu."""

@@ -191,6 +191,7 @@ def test_linreg_summed_logp_uses_scatter_matrix_and_pointwise_stays_per_report()
     assert abs(f2(point) - f(point)) <= 1e-10 * abs(ref)
 
 
+@pytest.mark.backend  # inspects the graph the default (Numba) mode compiles
 def test_scatter_rewrite_leaves_parameter_dependent_rows_alone():
     """The rewrite fires only when the rows are data (constants/shared), and is exact."""
     rng = np.random.default_rng(0)

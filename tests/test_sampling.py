@@ -11,6 +11,9 @@ import pymc_dpnoise as pmd
 from pymc_dpnoise import math as dpm
 from pymc_dpnoise.mechanisms import perturb_clipped, perturb_clipped_exponential
 
+# every test here runs a sampler or compares backends: compiled in the default mode
+pytestmark = pytest.mark.backend
+
 
 def test_log_ndtr_matches_scipy_and_has_finite_gradient():
     x = pt.dvector()

@@ -12,6 +12,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from compile_modes import TEST_MODE
 from pymc.blocking import DictToArrayBijection
 from pytensor.compile.mode import Mode
 from scipy import stats
@@ -58,6 +59,7 @@ def _signature(case, value, params):
 
 def logp_function(case, value, params, mode=None):
     """Compiled elementwise logp; compiled once per case, options, rank and core shapes."""
+    mode = pytensor.config.mode if mode is None else mode  # the test-mode fixture sets it
     key = (case.name, str(mode), _signature(case, value, params))
     tensors = {k: v for k, v in params.items() if not _is_option(v)}
     if key not in _CACHE:
@@ -122,12 +124,13 @@ def _logp_dlogp(model, mode=None):
     )
 
 
-def _model_functions(case):
-    """[(settings, model, numba logp+dlogp)] per protocol setting, compiled once per case and
-    shared by the gradient and the backend checks."""
-    key = (case.name, "models")
+def _model_functions(case, mode=None):
+    """[(settings, model, logp+dlogp)] per protocol setting, compiled once per case and mode
+    (by default the test run's mode) and shared by the gradient and the backend checks."""
+    mode = pytensor.config.mode if mode is None else mode
+    key = (case.name, "models", str(mode))
     if key not in _CACHE:
-        _CACHE[key] = [(s, m, _logp_dlogp(m)) for s, m in _models(case)]
+        _CACHE[key] = [(s, m, _logp_dlogp(m, mode=mode)) for s, m in _models(case)]
     return _CACHE[key]
 
 
@@ -335,22 +338,44 @@ def test_non_finite_reports_are_rejected(case, bad):
 # Backends
 # --------------------------------------------------------------------------------------------
 
-BACKENDS = {"numba": None, "c": Mode(linker="cvm", optimizer="fast_run"), "jax": "JAX"}
+BACKENDS = {"numba": "NUMBA", "c": Mode(linker="cvm", optimizer="fast_run"), "jax": "JAX"}
 
 
-@cases
-def test_backends_agree(case):
-    """Numba (default), C and JAX: model logp to 1e-10 and gradients to 1e-7 relative."""
-    pytest.importorskip("jax")
-    for settings, model, numba_fn in _model_functions(case):
+def _check_backends(case, settings_to_check):
+    """Numba, C and JAX model logp + gradient against the TEST_MODE function, per setting."""
+    for settings, model, ref_fn in _model_functions(case, mode=TEST_MODE):
+        if settings not in settings_to_check:
+            continue
         points = _points(model, 2, seed=3)
-        results = {}
+        ref = [(float(lp), np.asarray(g)) for lp, g in map(ref_fn, points)]
         for name, mode in BACKENDS.items():
-            f = numba_fn if mode is None else _logp_dlogp(model, mode=mode)
-            results[name] = [(float(lp), np.asarray(g)) for lp, g in map(f, points)]
-        for name in ("c", "jax"):
-            for (lp, g), (lp_ref, g_ref) in zip(results[name], results["numba"], strict=True):
+            f = _logp_dlogp(model, mode=mode)
+            for (lp, g), (lp_ref, g_ref) in zip(map(f, points), ref, strict=True):
                 np.testing.assert_allclose(lp, lp_ref, rtol=1e-10, err_msg=f"{name} {settings}")
                 np.testing.assert_allclose(
                     g, g_ref, rtol=1e-7, atol=1e-9 * (1 + abs(lp_ref)), err_msg=f"{name}"
                 )
+
+
+@cases
+@pytest.mark.backend
+def test_backends_agree(case):
+    """Numba (PyTensor's default), C and JAX agree with the test run's Python-VM evaluation
+    (``TEST_MODE``, which every reference check uses): model logp to 1e-10 and gradients to
+    1e-7 relative at the first protocol setting, and Numba's logp on the whole extreme grid of
+    the reference check.  The other settings: ``test_backends_agree_every_setting`` (slow)."""
+    pytest.importorskip("jax")
+    _check_backends(case, case.model_settings[:1])
+    for value, params in case.grid():
+        params = _f64(params)
+        ours = logp_function(case, value, params, mode="NUMBA")
+        ref = logp_function(case, value, params, mode=TEST_MODE)
+        np.testing.assert_allclose(ours, ref, rtol=1e-10, atol=1e-12, err_msg="numba grid")
+
+
+@cases
+@pytest.mark.slow
+def test_backends_agree_every_setting(case):
+    """As test_backends_agree, at every protocol setting of the case (tiny and huge noise)."""
+    pytest.importorskip("jax")
+    _check_backends(case, case.model_settings[1:])

@@ -315,8 +315,7 @@ class LaplacePerturbedClippedExponential(_NoImputeContinuous):
 
 
 _CLIPPED_EXPONENTIAL_DOMAIN = (
-    f"finite parameters, lam > 0, upper > 0, epsilon > 0, "
-    f"epsilon/upper <= {MAX_STANDARDISED:g}"
+    f"finite parameters, lam > 0, upper > 0, epsilon > 0, epsilon/upper <= {MAX_STANDARDISED:g}"
 )
 
 

@@ -274,6 +274,15 @@ def _valid_bits(value):
     return pt.all(pt.eq(value, 0) | pt.eq(value, 1), axis=-1)
 
 
+def _safe_bits(value):
+    """``(valid, safe)``: rows that are 0/1 bit vectors, and the value with every other row
+    replaced by zeros.  The likelihood turns bit rows into indices of a pattern table: a NaN
+    or fractional row would index outside it (an IndexError in Python, an unchecked read in
+    compiled code) before the -inf of an invalid row is applied."""
+    valid = _valid_bits(value)
+    return valid, pt.switch(valid[..., None], value, pt.zeros_like(value))
+
+
 _BITS_DATA_MSG = (
     "observed: the reports in the pm.Data container must be 0/1 bit vectors (no NaN, no "
     "fractions, no other integers); pm.set_data put other values in"
@@ -385,8 +394,9 @@ class OUELikelihood(_FrequencyBase):
 
     def logp(value, p, epsilon, counts):
         value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
+        valid, value = _safe_bits(value)
         res = dpmath.oue_logp(value, p, epsilon)
-        res = pt.switch(_valid_bits(value), res * counts, -np.inf)
+        res = pt.switch(valid, res * counts, -np.inf)
         return _epsilon_param_checks(res, p, epsilon, counts)
 
 
@@ -442,8 +452,9 @@ class SUELikelihood(_FrequencyBase):
 
     def logp(value, p, epsilon, counts):
         value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
+        valid, value = _safe_bits(value)
         res = dpmath.sue_logp(value, p, epsilon)
-        res = pt.switch(_valid_bits(value), res * counts, -np.inf)
+        res = pt.switch(valid, res * counts, -np.inf)
         return _epsilon_param_checks(res, p, epsilon, counts)
 
 
@@ -520,8 +531,9 @@ class UnaryEncodingLikelihood(_FrequencyBase):
         a, b = keep_prob, flip_prob
         log_b, log1m_b, log_a, log1m_a = pt.log(b), pt.log1p(-b), pt.log(a), pt.log1p(-a)
         ell = (log_a - log1m_a) - (log_b - log1m_b)
+        valid, value = _safe_bits(value)
         res = dpmath.unary_encoding_logp(value, p, log_b, log1m_b, log1m_a, ell)
-        res = pt.switch(_valid_bits(value), res * counts, -np.inf)
+        res = pt.switch(valid, res * counts, -np.inf)
         return check_parameters(
             res,
             *_simplex_conditions(p),

@@ -149,7 +149,9 @@ class SSNormalApprox(_NoImputeContinuous):
         Logistic only: odd Taylor order of :math:`E[y\mid x] = \tanh(\theta^T x/2)` (3 = the GLM
         paper's two terms), or ``"quadrature"`` (no truncation).  Order 3 is accurate to Monte
         Carlo precision (10⁷ records) only for :math:`\theta^T\Sigma\theta \lesssim 0.04`; use
-        ``"quadrature"`` for larger effects.
+        ``"quadrature"`` for larger effects.  Where the series' covariance is not positive
+        definite (:math:`\theta^T\Sigma\theta` beyond a few units) the quadrature moments
+        are used instead of a log density of :math:`-\infty`.
 
     Examples
     --------
@@ -241,36 +243,34 @@ class SSNormalApprox(_NoImputeContinuous):
         return super().dist([theta, cov, n, noise_cov, sigma], glm=glm, order=order, **kwargs)
 
 
-def _taylor_guard(op, res):
-    """Raise (naming ``order``) where the Taylor covariance is not positive definite.
+def _taylor_or_quadrature(op, value, theta, cov, n, noise_cov, sigma):
+    """Log density with the Taylor moments of ``op.order``, and with the exact (quadrature)
+    moments wherever the Taylor covariance is not positive definite.
 
     The truncated series of tanh(u/2) gives a covariance that stops being positive definite
     once theta' Sigma theta is a few units (order 3: about 4 to 6.5, order 5: about 2 to 3.2,
-    depending on n and the noise); the log density is then -inf with a zero gradient, and
-    NUTS stalls without a message.  This is a limit of the approximation, not of the data,
-    so it is an error that says what to do.  (Under JAX the check is dropped: -inf stays.)
+    depending on n and the noise).  There the Taylor log density is -inf with a zero
+    gradient, and NUTS used to stall without a message; a sampler that wanders there (early
+    tuning steps do) now gets the exact log density instead.  The switch is a jump in the log
+    density at the edge of the series' range, where the series is already inaccurate:
+    ``order="quadrature"`` avoids it.
     """
-    from pytensor.raise_op import CheckAndRaise
-
+    mean, total = _moments(theta, cov, n, noise_cov, sigma, op.glm, op.order)
+    res = ssmath.mvnormal_logp_chol(value, mean, total)
     if op.glm != "logistic" or op.order == "quadrature":
         return res
-    msg = (
-        f"SSNormalApprox(glm='logistic', order={op.order}): the Taylor-series covariance of "
-        "the statistics is not positive definite at these parameters (theta' Sigma theta is "
-        "beyond the series' range; the log density would be -inf with a zero gradient). "
-        "Use `order='quadrature'` (exact for any theta)."
-    )
-    # mvnormal_logp_chol gives -inf exactly where the covariance is not positive definite
-    return CheckAndRaise(ValueError, msg)(res, pt.all(pt.neq(res, -np.inf)))
+    # mvnormal_logp_chol gives -inf (zero gradient) exactly where the covariance is not PD
+    q_mean, q_total = _moments(theta, cov, n, noise_cov, sigma, op.glm, "quadrature")
+    exact = ssmath.mvnormal_logp_chol(value, q_mean, q_total)
+    return pt.switch(pt.eq(res, -np.inf), exact, res)
 
 
 def _logp_core(op, value, theta, cov, n, noise_cov, sigma):
-    mean, total = _moments(theta, cov, n, noise_cov, sigma, op.glm, op.order)
     m = ssmath.stat_dim(op.glm, _d(theta, cov))
     _check_value_width(value, m, f"m statistics (glm={op.glm!r})")
     _check_value_batch(value, 1, theta=(theta, 1), cov=(cov, 2), n=(n, 0), noise_cov=(noise_cov, 2))
     finite, value = _finite_reports(value, 1)
-    res = _taylor_guard(op, ssmath.mvnormal_logp_chol(value, mean, total))
+    res = _taylor_or_quadrature(op, value, theta, cov, n, noise_cov, sigma)
     res = _ninf_where_not(finite, res)
     conds = [*_all_finite(theta, cov, n, noise_cov, sigma), n > 0]
     if op.glm == "linear":
