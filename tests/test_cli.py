@@ -65,6 +65,11 @@ def _model_frames(rng):
     mn = mechanisms.release_multinomial_counts(
         rng.choice(3, size=(20, 300), p=[0.5, 0.3, 0.2]), 3, 1.0, rng
     )
+    # its own generator: the other files stay as they were
+    tn_rng = np.random.default_rng(7)
+    tn = mechanisms.release_truncated_normal_sum(
+        tn_rng.normal(1.0, 2.0, (20, 200)), -6.0, 8.0, 1.0, tn_rng
+    )
     return {
         "clipped-normal": pd.DataFrame(
             {"z": mechanisms.perturb_clipped(rng.normal(1, 2, n), -5, 5, eps, rng), "eps": eps}
@@ -87,6 +92,9 @@ def _model_frames(rng):
         "noisy-poisson": pd.DataFrame({"y": rng.poisson(50.0, 40) + rng.laplace(0.0, 3.0, 40)}),
         "truncated-exponential": pd.DataFrame({"y": te.value, "eps": 1.0}),
         "truncated-poisson": pd.DataFrame({"y": tp.value, "n": tp.n}),
+        "truncated-normal": pd.DataFrame(
+            {"sx": tn.value[:, 0], "sx2": tn.value[:, 1], "records": tn.n}
+        ),
         "noisy-multinomial": pd.DataFrame(
             np.column_stack([mn.value, mn.n]), columns=[*bits, "records"]
         ),
@@ -108,6 +116,16 @@ MODEL_ARGS = {
     "noisy-poisson": ["--epsilon", "1", "--sensitivity", "3"],
     "truncated-exponential": ["--upper", "8", "--n", "200", "--epsilon-column", "eps"],
     "truncated-poisson": ["--upper", "10", "--n-column", "n", "--epsilon", "1"],
+    "truncated-normal": [
+        "--lower",
+        "-6",
+        "--upper",
+        "8",
+        "--n-column",
+        "records",
+        "--epsilon",
+        "1",
+    ],
     "noisy-multinomial": ["--n-column", "records", "--epsilon", "1"],
 }
 
@@ -827,3 +845,41 @@ def test_release_models_build_with_default_priors(tmp_path):
     assert b.priors == "p ~ Dirichlet(1 x 3)" and "latent y_noise_w (--latent auto)" in b.likelihood
     b = built("noisy-multinomial", m, "--n", "300", "--epsilon", "1", "--latent", "counts")
     assert b.model["y_counts_z"].eval().shape == (2, 2)
+
+
+def test_truncated_normal_reads_pairs_and_builds(tmp_path):
+    """truncated-normal: two columns per release, the exact sensitivity by default, the
+    bound-scaled priors and a start at the moments of the noisy sums."""
+    from pymc_dpnoise.cli import build_parser
+
+    p = _write(tmp_path / "p.csv", "sx,sx2,n,extra\n110,900,100,1\n95,820,90,2\n")
+    args = ["--lower", "-5", "--upper", "5", "--n-column", "n", "--epsilon", "1"]
+    d = _read_as("truncated-normal", p, *args)
+    assert d["z"].tolist() == [[110.0, 900.0], [95.0, 820.0]] and d["n"].tolist() == [100, 90]
+    assert "taken from columns 'sx' and 'sx2'" in d["note"]
+    d = _read_as("truncated-normal", p, *args, "--columns", "sx2,extra")
+    assert d["z"].tolist() == [[900.0, 1.0], [820.0, 2.0]] and d["note"] is None
+    with pytest.raises(InputError, match="a release is two noisy sums"):
+        _read_as("truncated-normal", p, *args, "--columns", "sx")
+    one = _write(tmp_path / "one.csv", "sx\n5\n")
+    with pytest.raises(InputError, match="1 column"):
+        _read_as(
+            "truncated-normal", one, "--lower", "-5", "--upper", "5", "--n", "9", "--epsilon", "1"
+        )
+
+    parsed = build_parser().parse_args(["fit", "truncated-normal", str(p), *args])
+    MODELS["truncated-normal"].check(parsed)
+    with open_table(parsed.reports, header="auto", sep=None, max_rows=100) as t:
+        b = MODELS["truncated-normal"].build(
+            parsed, MODELS["truncated-normal"].data.read(t, parsed)
+        )
+    assert b.priors == "mu ~ Normal(0, 5), sigma ~ Gamma(alpha=2, beta=0.4)"
+    assert "sensitivity=30.25)" in b.likelihood and b.params == ["mu", "sigma"]
+    assert [v.name for v in b.model.free_RVs] == ["mu", "sigma", "y_sum_z"]
+    start = b.model.initial_point()
+    # sum x / sum n = 205 / 190; sqrt(1720 / 190 - (205 / 190)^2)
+    assert np.isclose(start["mu"], 205 / 190)
+    assert np.isclose(np.exp(start["sigma_log__"]), np.sqrt(1720 / 190 - (205 / 190) ** 2))
+    bad = build_parser().parse_args(["fit", "truncated-normal", str(p), *args[:1], "5", *args[2:]])
+    with pytest.raises(InputError, match="must be smaller than --upper"):
+        MODELS["truncated-normal"].check(bad)

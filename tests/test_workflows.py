@@ -286,6 +286,21 @@ SPECS = [
         ITEM,
     ),
     Spec(
+        # a model-building helper (no .dist()): one latent `obs_sum_z` per release (dims
+        # report); 100 records per release inside [-5, 5] (sensitivity 30.25), epsilon = 0.5,
+        # so the noise (scale 60.5) dominates the sampling spread of the sums.  The priors
+        # (mu ~ N(0, 1), sigma ~ HalfNormal(1)) keep the bulk inside the bounds and rule out the
+        # secondary mode beyond a bound (see the class docstring), so no initvals are needed.
+        "LaplaceNoisyTruncatedNormal",
+        dists.LaplaceNoisyTruncatedNormal,
+        dict(n=100.0, mu=0.5, sigma=1.5, lower=-5.0, upper=5.0, epsilon=0.5),
+        (2,),
+        ("stat",),
+        _clipped_normal_params,
+        dict(n=100.0, lower=-5.0, upper=5.0, epsilon=0.5),
+        {"stat": ["sum_x", "sum_x2"]},
+    ),
+    Spec(
         "LaplacePerturbedClippedNormal",
         dists.LaplacePerturbedClippedNormal,
         dict(mu=0.5, sigma=1.5, lower=-3.0, upper=3.0, epsilon=1.0),
@@ -384,7 +399,7 @@ SUMMARIES = {
     "PerturbedLinRegSummary",
 }
 #: model-building helpers: called inside a model (they add a latent variable), no ``.dist()``
-HELPERS = {"LaplaceNoisyMultinomial"}
+HELPERS = {"LaplaceNoisyMultinomial", "LaplaceNoisyTruncatedNormal"}
 BY_NAME = {s.name: s for s in SPECS}
 
 # --------------------------------------------------------------------------------------------
@@ -447,13 +462,24 @@ _SUMMARY_SIZE_UNBATCHED = (
     "a scatter summary is one matrix of N reports; ``size``/``shape`` with batch axes would "
     "mean several matrices: build one variable per summary",
 )
-_HELPER_NO_DIST = (
-    NotImplementedError,
-    r"LaplaceNoisyMultinomial\.dist: there is no stand-alone distribution",
-    "a model-building helper: the released counts have no closed-form density, so it adds a "
-    "latent vector to the model and has no ``.dist()``; the variable it returns is drawn in "
-    "the prior and posterior predictive cells",
-)
+#: helper -> (what is released, its latent): the refusal of its ``.dist()``
+_HELPER_LATENTS = {
+    "LaplaceNoisyMultinomial": ("released counts have", "a latent vector"),
+    "LaplaceNoisyTruncatedNormal": ("released pair (sum x, sum x^2) has", "one latent per release"),
+}
+
+
+def _helper_no_dist(name):
+    released, latent = _HELPER_LATENTS[name]
+    return (
+        NotImplementedError,
+        rf"{name}\.dist: there is no stand-alone distribution",
+        f"a model-building helper: the {released} no closed-form density, so it adds "
+        f"{latent} to the model and has no ``.dist()``; the variable it returns is drawn in "
+        "the prior and posterior predictive cells",
+    )
+
+
 #: the clipped summaries (scalar parameters); PerturbedLinRegSummary has its own messages
 _CLIPPED_SUMMARIES = SUMMARIES - {"PerturbedLinRegSummary"}
 #: (distribution, workflow) -> (exception, regex of its message, reason in the docs)
@@ -463,7 +489,11 @@ REFUSED = {
     **{(s, "dist_shape"): _SUMMARY_SIZE for s in _CLIPPED_SUMMARIES},
     ("PerturbedLinRegSummary", "dims_groups"): _SUMMARY_UNBATCHED,
     ("PerturbedLinRegSummary", "dist_shape"): _SUMMARY_SIZE_UNBATCHED,
-    **{(h, wf): _HELPER_NO_DIST for h in HELPERS for wf in ("draw", "dist_shape", "pymc_testing")},
+    **{
+        (h, wf): _helper_no_dist(h)
+        for h in HELPERS
+        for wf in ("draw", "dist_shape", "pymc_testing")
+    },
 }
 
 

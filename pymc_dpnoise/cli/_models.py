@@ -522,28 +522,32 @@ RELEASES = DataKind(
 )
 
 
-def _count_vectors_read(table, args):
+def _release_columns(table, args, idx):
+    """The values of columns ``idx`` (one release per row) with ``n`` and ``epsilon``."""
     import numpy as np
 
+    z = np.column_stack(table.read(idx))
+    for j, i in enumerate(idx):
+        _check_values(table, i, z[:, j], "report")
+    eps, eps_desc, _ = _read_epsilon(table, args, set(idx))
+    n, n_desc, _ = _value_or_column(table, args, "n", "records", set(idx))
+    return dict(z=z, epsilon=eps, epsilon_desc=eps_desc, n=n, n_desc=n_desc)
+
+
+def _count_vectors_read(table, args):
     idx = _chosen_columns(table, args, ("n_column", "epsilon_column"))
     if len(idx) < 2:
         raise InputError(
             f"{table.display}: {len(idx)} count column(s); a released count vector has k >= 2 "
             "categories"
         )
-    z = np.column_stack(table.read(idx))
-    for j, i in enumerate(idx):
-        _check_values(table, i, z[:, j], "report")
-    eps, eps_desc, _ = _read_epsilon(table, args, set(idx))
-    n, n_desc, _ = _value_or_column(table, args, "n", "records", set(idx))
+    out = _release_columns(table, args, idx)
     return dict(
-        z=z,
-        epsilon=eps,
-        epsilon_desc=eps_desc,
-        n=n,
-        n_desc=n_desc,
+        out,
         items=[table.names[i] if table.names else str(i) for i in idx],
-        read=(f"Read {len(z)} release(s) of k = {len(idx)} noisy counts from {table.display}."),
+        read=(
+            f"Read {len(out['z'])} release(s) of k = {len(idx)} noisy counts from {table.display}."
+        ),
     )
 
 
@@ -588,9 +592,8 @@ _BOUND_SCALED = "bound-scaled, see above"
 # clipped Laplace families
 # --------------------------------------------------------------------------------------------
 
-_CLIPPED_NORMAL_OPTIONS = (
-    Opt("--lower", "lower clipping bound", type=finite_float, required=True),
-    Opt("--upper", "upper clipping bound", type=finite_float, required=True),
+#: the priors of a normal's mu and sigma (default: scaled to the bounds)
+_NORMAL_PRIORS = (
     _prior(
         "--mu-prior",
         ("MEAN", "SD"),
@@ -598,6 +601,11 @@ _CLIPPED_NORMAL_OPTIONS = (
         type=finite_float,
     ),
     _gamma_prior("sigma", _BOUND_SCALED),
+)
+_CLIPPED_NORMAL_OPTIONS = (
+    Opt("--lower", "lower clipping bound", type=finite_float, required=True),
+    Opt("--upper", "upper clipping bound", type=finite_float, required=True),
+    *_NORMAL_PRIORS,
 )
 
 
@@ -846,6 +854,127 @@ def _truncated_build(cls_name, param, default_prior):
         )
 
     return build
+
+
+def _pair_read(table, args):
+    """Released pairs (noisy sum of x, noisy sum of x^2): two columns per row."""
+
+    idx = _chosen_columns(table, args, ("n_column", "epsilon_column"))
+    if args.columns is not None and len(idx) != 2:
+        raise InputError(
+            f"--columns: a release is two noisy sums (of x and of x^2), got {len(idx)} column(s)"
+        )
+    if len(idx) < 2:
+        raise InputError(
+            f"{table.display}: {len(idx)} column(s) left for the releases; a release is two "
+            "noisy sums (of x and of x^2)"
+        )
+    note = None
+    if len(idx) > 2:
+        note = (
+            f"{table.display} has {table.n_columns} columns; the noisy sums of x and of x^2 "
+            f"are taken from columns {table.label(idx[0])} and {table.label(idx[1])} "
+            "(choose others with --columns)"
+        )
+        idx = idx[:2]
+    out = _release_columns(table, args, idx)
+    return dict(
+        out,
+        read=(
+            f"Read {len(out['z'])} release(s) of (sum x, sum x^2) from {table.display} (columns "
+            f"{table.label(idx[0])}, {table.label(idx[1])})."
+        ),
+        note=note,
+    )
+
+
+#: released noisy pairs (sum x, sum x^2), one release per row (truncated normal)
+PAIRS = DataKind(
+    (
+        _columns(
+            "--columns",
+            "the two columns of the noisy sums of x and of x^2, in that order (default: the "
+            "first two columns no other option uses)",
+        ),
+        _N_OR_COLUMN,
+        _RELEASE_EPSILON,
+    ),
+    _pair_read,
+)
+
+_TRUNCATED_NORMAL_OPTIONS = (
+    Opt(
+        "--lower",
+        "declared lower truncation bound: records below it were dropped",
+        type=finite_float,
+        required=True,
+    ),
+    Opt(
+        "--upper",
+        "declared upper truncation bound: records above it were dropped",
+        type=finite_float,
+        required=True,
+    ),
+    Opt(
+        "--sensitivity",
+        "L1 sensitivity of the pair (sum x, sum x^2) (Laplace scale = sensitivity / epsilon "
+        "on each sum; default: the exact one of the bounds, "
+        "pymc_dpnoise.mechanisms.truncated_normal_sum_sensitivity, e.g. 30.25 for [-5, 5])",
+        type=positive_float,
+    ),
+    *_NORMAL_PRIORS,
+)
+
+
+def _truncated_normal_sensitivity(args):
+    if args.sensitivity is not None:
+        return args.sensitivity
+    from ..mechanisms import truncated_normal_sum_sensitivity
+
+    return float(truncated_normal_sum_sensitivity(args.lower, args.upper))
+
+
+def _truncated_normal_check(args):
+    if not args.lower < args.upper:
+        raise InputError(
+            f"--lower ({_fmt(args.lower)}) must be smaller than --upper ({_fmt(args.upper)})"
+        )
+    _check_scale(args.upper - args.lower, args)
+    _check_scale(_truncated_normal_sensitivity(args), args)
+
+
+def _truncated_normal_build(args, data):
+    import numpy as np
+    import pymc as pm
+
+    from ..distributions import LaplaceNoisyTruncatedNormal
+
+    h = (args.upper - args.lower) / 2
+    m, sd = args.mu_prior or ((args.lower + args.upper) / 2, h)
+    a, b = args.sigma_prior or (2.0, 2.0 / h)
+    sens = _truncated_normal_sensitivity(args)
+    # a crude start (moments of the noisy sums, truncation ignored, kept inside the bounds):
+    # the likelihood can have a secondary mode with mu beyond a bound and a large sigma
+    n = np.broadcast_to(np.asarray(data["n"], dtype=float), (len(data["z"]),))
+    m0 = float(np.clip(data["z"][:, 0].sum() / n.sum(), args.lower, args.upper))
+    s0 = float(np.sqrt(max(data["z"][:, 1].sum() / n.sum() - m0**2, 0.0)))
+    s0 = float(np.clip(s0, h / 20, h))
+    coords = {"release": range(len(data["z"])), "stat": ["sum_x", "sum_x2"]}
+    with pm.Model(coords=coords) as model:
+        mu = pm.Normal("mu", m, sd, initval=m0)
+        sigma = pm.Gamma("sigma", alpha=a, beta=b, initval=s0)
+        LaplaceNoisyTruncatedNormal(
+            "y", data["n"], mu, sigma, args.lower, args.upper, data["epsilon"], sens,
+            observed=data["z"], dims=("release", "stat"),
+        )  # fmt: skip
+    return Built(
+        model,
+        f"y ~ LaplaceNoisyTruncatedNormal({data['n_desc']}, mu, sigma, "
+        f"lower={_fmt(args.lower)}, upper={_fmt(args.upper)}, {data['epsilon_desc']}, "
+        f"sensitivity={_fmt(sens)}), latent y_sum_z (one per release)",
+        f"mu ~ Normal({_fmt(m)}, {_fmt(sd)}), sigma ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
+        ["mu", "sigma"],
+    )
 
 
 _LATENTS = ("auto", "noise_variance", "counts")
@@ -1427,6 +1556,36 @@ MODELS: dict[str, ModelSpec] = {
             The bounds are declared to hold most records, so mu > upper has prior
             probability 0.09: as for truncated-exponential, a rate with most counts above
             upper can explain the same sums (a second mode).""",
+        ),
+        ModelSpec(
+            "truncated-normal",
+            "LaplaceNoisyTruncatedNormal",
+            PAIRS,
+            _TRUNCATED_NORMAL_OPTIONS,
+            _truncated_normal_check,
+            _truncated_normal_build,
+            "released noisy sums of x and x^2 of Normal records inside declared bounds "
+            "(central DP)",
+            _doc(
+                """\
+            Model: each row is one release of the pair (sum x, sum x^2) over those of n_i
+            records x ~ Normal(mu, sigma) that fall inside the declared bounds [lower, upper]
+            (the others were dropped, not clipped), each sum plus its own
+            Laplace(0, sensitivity / epsilon_i) noise, fitted with
+            pymc_dpnoise.LaplaceNoisyTruncatedNormal (random-sum CLT for the pair, one latent
+            y_sum_z per release).  The file holds the two noisy sums as two columns
+            (--columns, sum of x first); n_i from --n or --n-column.
+
+            Default priors, scaled to the bounds (h = (upper - lower) / 2):
+              mu    ~ Normal((lower + upper) / 2, h)
+              sigma ~ Gamma(alpha=2, beta=2 / h)      (prior mean h)
+            e.g. for [-5, 5]: mu ~ Normal(0, 5), sigma ~ Gamma(2, 0.4).  The chains start near
+            the moments of the noisy sums (kept inside the bounds): the likelihood can have
+            a secondary mode with mu beyond a bound and a large sigma.  Compare the chains
+            (r_hat) and narrow the priors if they disagree.""",
+            ),
+            metavar="RELEASES",
+            what="file of released noisy pairs (sum x, sum x^2), one per row",
         ),
         ModelSpec(
             "noisy-multinomial",

@@ -63,7 +63,9 @@ class TruncatedNormalSumRV(SymbolicRandomVariable):
             size = implicit_size_from_params(*params, ndims_params=cls.ndims_params)
         size = pt.cast(size, "int64")
         pad = pt.shape_padright
-        n_max = pt.cast(pt.max(n), "int64")
+        # no Max of a 0-d n: its C code fails to build (PyTensor 3.3), which broke shape
+        # evaluation of the draws (pm.model_to_graphviz / model_to_mermaid) for a scalar n
+        n_max = pt.cast(pt.max(n) if n.type.ndim else n, "int64")
         rec_size = pt.concatenate([size, pt.atleast_1d(n_max)])
         next_rng, x = normal(pad(mu), pad(sigma), size=rec_size, rng=rng, return_next_rng=True)
         index = pt.arange(n_max).astype("float64")
@@ -388,3 +390,19 @@ def LaplaceNoisyTruncatedNormal(
     return LaplaceNoisyTruncatedNormalGivenSum(
         name, *args, z, _f64(epsilon), _f64(sensitivity), observed=observed, **obs_kwargs
     )
+
+
+def _truncated_normal_dist(*args, **kwargs):
+    """``LaplaceNoisyTruncatedNormal.dist``: refused with the reason (the helper needs a model)."""
+    raise NotImplementedError(
+        "LaplaceNoisyTruncatedNormal.dist: there is no stand-alone distribution. "
+        "LaplaceNoisyTruncatedNormal is a model-building helper: the released pair (sum x, "
+        "sum x^2) has no closed-form density, so it adds one latent per release "
+        "(`{name}_sum_z`) to the current model. Call it inside a pm.Model (pm.draw of the "
+        "variable it returns, and the prior and posterior predictive, draw releases), or use "
+        "LaplaceNoisyTruncatedNormalGivenSum.dist(n, mu, sigma, lower, upper, z, epsilon) with "
+        "your own latent z."
+    )
+
+
+LaplaceNoisyTruncatedNormal.dist = _truncated_normal_dist
