@@ -25,6 +25,7 @@ from expfam_reference import (
     normal_laplace_logpdf,
     poisson_moments,
 )
+from pymc.logprob.utils import ParameterValueError
 from scipy import signal, stats
 from scipy.special import logsumexp
 
@@ -611,3 +612,25 @@ def test_sbc_coverage_near_nominal(problem):
     print(res.ks().to_string())
     assert np.all(table["inside"]), table
     assert np.all(res.ks()["p_value"] > 1e-3)
+
+
+def test_truncated_poisson_finite_when_no_record_is_kept():
+    """Was NaN (the workflow table's ADVI cell hit it): at mu >~ 745 + upper the kept mass
+    P(X <= upper) underflows to 0.  Now log q stays finite (log-space branch), the release is
+    pure Laplace noise there (the sum is 0 almost surely) and the gradient is finite."""
+    mu = pt.dscalar("mu")
+    y = np.array([3.0, 100.0, -5.0])
+    rv = pmd.LaplaceNoisyTruncatedPoisson.dist(30, mu, 0, 8, 1.0)
+    lp = pm.logp(rv, y)
+    f = pytensor.function([mu], [lp, pytensor.grad(lp.sum(), mu)])
+    laplace = stats.laplace(0.0, 8.0).logpdf(y)  # sensitivity = upper = 8, epsilon = 1
+    for m in [700.0, 1000.0, 1e4, 1e8, 1e15]:
+        val, g = f(m)
+        np.testing.assert_allclose(val, laplace, rtol=1e-12)
+        assert np.isfinite(g)
+    # continuity across the branch switch (F(8) = 1e-280 near mu = 700)
+    vals = [f(m)[0].sum() for m in (600.0, 650.0, 700.0, 720.0)]
+    assert np.all(np.isfinite(vals)) and np.ptp(vals) < 1e-9
+    for m in (1e16, 1e300, 1e-151):  # outside the stated rate range: refused, not NaN
+        with pytest.raises(ParameterValueError, match="rate"):
+            f(m)

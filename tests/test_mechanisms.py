@@ -190,6 +190,9 @@ AGGREGATE_RELEASES = {
     "release_poisson_count": lambda: dict(x=np.array([0, 2, 5]), upper=5.0),
     "release_multinomial_counts": lambda: dict(labels=np.array([0, 2, 1]), k=3),
     "release_truncated_sum": lambda: dict(x=np.array([0.5, 2.0, 9.0]), lower=0.0, upper=8.0),
+    "release_truncated_normal_sum": lambda: dict(
+        x=np.array([0.5, 2.0, 9.0]), lower=-1.0, upper=8.0
+    ),
     "laplace_posterior_updates": lambda: dict(data=np.eye(3, dtype=int), parents=_NB),
     "fourier_posterior_updates": lambda: dict(data=np.eye(3, dtype=int), parents=_NB, t=1.0),
     "posterior_sample": lambda: dict(data=np.eye(3, dtype=int), parents=_NB),
@@ -209,6 +212,7 @@ AGGREGATE_RELEASES = {
 # release records and privacy bookkeeping).
 NOT_RELEASES = {
     "Budget", "CountRelease", "LinRegModel", "Release", "TruncatedSumRelease", "fourier_closure",
+    "TruncatedNormalSumRelease", "truncated_normal_sum_sensitivity",
     "linreg_sampling_epsilon", "posterior_sampling_epsilon", "total_spent",
     "PerturbedRelease", "SSRelease", "analytic_gaussian_sigma", "as_matrix",
     "classical_gaussian_sigma", "clip", "clip_normalize", "clip_response", "clip_rows",

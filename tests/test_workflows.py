@@ -501,15 +501,7 @@ REFUSED = {
 #: because of a known bug, not by design.  The cell checks that exactly this failure still
 #: happens (strict: it fails once the bug is fixed, so the entry must then be removed), and
 #: the docs table shows it as failing.
-KNOWN_BUGS = {
-    ("LaplaceNoisyTruncatedPoisson", "advi"): (
-        FloatingPointError,
-        "NaN occurred in optimization",
-        "bug: the log density is NaN once the kept mass q underflows (mu >= about 1000 with "
-        "upper = 8: log q = -inf in the incomplete-gamma difference), and ADVI's random "
-        "starts reach such rates",
-    ),
-}
+KNOWN_BUGS: dict = {}  # (row, workflow) -> (exception, message, reason): none at present
 
 
 def cell_status(spec_name, workflow):

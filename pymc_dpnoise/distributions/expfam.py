@@ -182,11 +182,22 @@ class _TruncatedSum(_NoImputeContinuous):
         return super().dist([n, theta, lower, upper, epsilon, sensitivity], **kwargs)
 
 
-def _truncated_logp(moments, value, n, theta, lower, upper, epsilon, sensitivity, order):
+#: rates of the truncated families are refused outside [1/MAX_RATE, MAX_RATE]: their moments
+#: take mu^2 and 1/lam^2 terms, which overflow near 1e154 (the log density would be NaN)
+MAX_RATE = np.float64(1e150)  # float64: PyTensor would try a Python float as float32
+#: the Poisson's log CDF kernels lose the far tail above mu ~ 1e19 (NaN at some rates); no
+#: bound on the records keeps any record there (P(X <= upper) < e^-1e15)
+MAX_POISSON_RATE = np.float64(1e15)
+
+
+def _truncated_logp(
+    moments, value, n, theta, lower, upper, epsilon, sensitivity, order, max_rate=MAX_RATE
+):
     ok = (
         (n >= 0)
         & pt.eq(n, pt.floor(n))
-        & (theta > 0)
+        & (theta >= 1.0 / MAX_RATE)
+        & (theta <= max_rate)
         & (lower >= 0)
         & order(lower, upper)
         & (epsilon > 0)
@@ -204,12 +215,14 @@ def _truncated_logp(moments, value, n, theta, lower, upper, epsilon, sensitivity
         res,
         n >= 0,
         pt.eq(n, pt.floor(n)),
-        theta > 0,
+        theta >= 1.0 / MAX_RATE,
+        theta <= max_rate,
         lower >= 0,
         order(lower, upper),
         epsilon > 0,
         sensitivity > 0,
-        msg="n non-negative integer, rate > 0, 0 <= lower < upper, epsilon > 0, sensitivity > 0",
+        msg=f"n non-negative integer, {1 / MAX_RATE:g} <= rate <= {max_rate:g}, "
+        "0 <= lower < upper, epsilon > 0, sensitivity > 0",
     )
 
 
@@ -391,6 +404,7 @@ class LaplaceNoisyTruncatedPoisson(_TruncatedSum):
             epsilon,
             sensitivity,
             pt.le,
+            max_rate=MAX_POISSON_RATE,
         )
 
 

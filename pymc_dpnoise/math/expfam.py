@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
+from ._special import log_poisson_cdf_ratio, log_poisson_pmf
 from .clipped import _tilted_tails
 
 __all__ = [
@@ -74,12 +75,15 @@ def normal_laplace_logp(value, mean, var, scale):
     value, mean : tensor_like
         Released value :math:`y` and the normal mean :math:`m`.
     var : tensor_like
-        Normal variance :math:`v > 0`.
+        Normal variance :math:`v \ge 0` (0: the Laplace density itself).
     scale : tensor_like
         Laplace scale :math:`\beta > 0`.
     """
     value, mean, var, scale = map(_as_f64, (value, mean, var, scale))
-    sd = pt.sqrt(var)
+    # v = 0 (a sum that is 0 almost surely, e.g. no record kept) is the Laplace limit; a floor
+    # of (1e-150 Laplace scales)^2 keeps x, kappa and the gradient of the square root finite
+    # there (the limit is reached long before)
+    sd = pt.sqrt(pt.maximum(var, 1e-300 * (1.0 + pt.sqr(scale))))
     x = (value - mean) / sd
     kappa = sd / scale
     left, _ = _tilted_tails(x, kappa)
@@ -157,15 +161,41 @@ def _log_poisson_pmf_safe(k, mu):
 
 
 def _log_poisson_interval(lower, upper, mu):
-    """log P(a <= X <= b), X ~ Poisson(mu), from the side where the difference does not cancel."""
+    """log P(a <= X <= b), X ~ Poisson(mu), from the side where the difference does not cancel.
+
+    Three branches, each evaluated at a harmless ``mu`` where another one is taken (double
+    where: the gradient of a branch not taken must not be NaN):
+
+    * mass mostly below ``a`` (``mu < (a + b)/2``): ``log[P(X >= a) - P(X >= b + 1)]`` with the
+      regularised lower incomplete gamma function;
+    * mass mostly above ``b``: ``log[F(b) - F(a - 1)]`` with the upper one, while ``F(b)`` is
+      a normal number;
+    * far above ``b`` (``F(b)`` below 1e-280; it underflows to 0 once ``mu`` exceeds about
+      745 + b): the same difference in log space, ``F`` from the log CDF ratio of the
+      noisy-count likelihoods (Numba and JAX kernels with an exact gradient), so that
+      ``log q`` stays finite when no record is kept in practice.
+    """
     # P(X <= k) = Q(k + 1, mu) (gammaincc); P(X >= k) = P(k, mu) (gammainc), k >= 1
     above = pt.ge(mu, 0.5 * (lower + upper))  # mass mostly above b: lower CDFs are small
-    cdf_b = pt.gammaincc(upper + 1.0, mu)
     a_pos = pt.gt(lower, 0)
-    cdf_am1 = pt.switch(a_pos, pt.gammaincc(pt.switch(a_pos, lower, 1.0), mu), 0.0)
-    sf_a = pt.switch(a_pos, pt.gammainc(pt.switch(a_pos, lower, 1.0), mu), 1.0)
-    sf_b1 = pt.gammainc(upper + 1.0, mu)
-    return pt.switch(above, pt.log(cdf_b - cdf_am1), pt.log(sf_a - sf_b1))
+    safe_below = pt.maximum(0.5 * (lower + upper) - 1.0, 0.5)
+    safe_above = 0.5 * (lower + upper) + 1.0
+    cdf_b0 = pt.gammaincc(upper + 1.0, pt.switch(above, mu, safe_above))
+    far = above & pt.lt(cdf_b0, 1e-280)
+    mu_above = pt.switch(above & ~far, mu, safe_above)
+    cdf_b = pt.gammaincc(upper + 1.0, mu_above)
+    cdf_am1 = pt.switch(a_pos, pt.gammaincc(pt.switch(a_pos, lower, 1.0), mu_above), 0.0)
+    lmu = pt.log(pt.switch(far, mu, safe_above))
+    log_cdf_b = log_poisson_pmf(upper, lmu) + log_poisson_cdf_ratio(upper, lmu)
+    am1 = pt.switch(a_pos, lower - 1.0, 0.0)
+    log_cdf_am1 = pt.switch(
+        a_pos, log_poisson_pmf(am1, lmu) + log_poisson_cdf_ratio(am1, lmu), -np.inf
+    )
+    log_far = log_cdf_b + pt.log1mexp(pt.minimum(log_cdf_am1 - log_cdf_b, 0.0))
+    mu_below = pt.switch(above, safe_below, mu)
+    sf_a = pt.switch(a_pos, pt.gammainc(pt.switch(a_pos, lower, 1.0), mu_below), 1.0)
+    sf_b1 = pt.gammainc(upper + 1.0, mu_below)
+    return pt.switch(far, log_far, pt.switch(above, pt.log(cdf_b - cdf_am1), pt.log(sf_a - sf_b1)))
 
 
 def truncated_poisson_moments(mu, lower, upper):
