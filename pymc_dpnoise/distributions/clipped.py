@@ -175,17 +175,25 @@ _CLIPPED_NORMAL_DOMAIN = (
 def _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, kind):
     """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
     params = dict(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon)
-    _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
     ok, safe_params = _clipped_normal_domain(mu, sigma, lower, upper, epsilon)
+    return _guarded(
+        value, params, ok, safe_params, kind, _CLIPPED_NORMAL_DOMAIN,
+        dpmath.clipped_normal_laplace_logp, dpmath.clipped_normal_laplace_log_cdfs,
+    )  # fmt: skip
+
+
+def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs):
+    """The clipped families' logp / logcdf / logccdf: the value's batch shape checked against
+    ``params`` (by name), the kernel at the safe parameters, -inf outside ``domain``."""
+    _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
     if kind == "logp":
         finite, safe = _finite_reports(value)
-        res = dpmath.clipped_normal_laplace_logp(safe, *safe_params)
-        res = _ninf_where_not(finite, res)
+        res = _ninf_where_not(finite, logp(safe, *safe_params))
     else:
         tail = kind == "ccdf"
-        fn = partial(dpmath.clipped_normal_laplace_log_cdfs, tail=tail)
+        fn = partial(log_cdfs, tail=tail)
         res = _cdf_of_value(value, lambda v: fn(v, *safe_params), tail=tail)
-    return check_parameters(res, ok, msg=_CLIPPED_NORMAL_DOMAIN)
+    return check_parameters(res, ok, msg=domain)
 
 
 def _clipped_normal_domain(mu, sigma, lower, upper, epsilon):
@@ -334,17 +342,12 @@ def _clipped_exponential_domain(lam, upper, epsilon):
 
 def _clipped_exp_guarded(value, lam, upper, epsilon, kind):
     """Log density (``kind="logp"``), log CDF (``"cdf"``) or log survival function (``"ccdf"``)."""
-    _check_value_batch(value, 0, lam=(lam, 0), upper=(upper, 0), epsilon=(epsilon, 0))
     ok, safe_params = _clipped_exponential_domain(lam, upper, epsilon)
-    if kind == "logp":
-        finite, safe = _finite_reports(value)
-        res = dpmath.clipped_exponential_laplace_logp(safe, *safe_params)
-        res = _ninf_where_not(finite, res)
-    else:
-        tail = kind == "ccdf"
-        fn = partial(dpmath.clipped_exponential_laplace_log_cdfs, tail=tail)
-        res = _cdf_of_value(value, lambda v: fn(v, *safe_params), tail=tail)
-    return check_parameters(res, ok, msg=_CLIPPED_EXPONENTIAL_DOMAIN)
+    return _guarded(
+        value, dict(lam=lam, upper=upper, epsilon=epsilon), ok, safe_params, kind,
+        _CLIPPED_EXPONENTIAL_DOMAIN, dpmath.clipped_exponential_laplace_logp,
+        dpmath.clipped_exponential_laplace_log_cdfs,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
