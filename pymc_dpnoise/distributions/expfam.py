@@ -148,13 +148,6 @@ class TruncatedPoissonSumRV(_TruncatedSumRV):
         return poisson(mu, size=size, rng=rng, return_next_rng=True)
 
 
-def _truncated_support_point(size, n, log_q, mean, *others):
-    point, *_ = pt.broadcast_arrays(n * pt.exp(log_q) * mean, *others)
-    if not rv_size_is_none(size):
-        point = pt.full(size, point)
-    return point
-
-
 class _TruncatedSum(_NoImputeContinuous):
     _integer = False
     _param = "lam"
@@ -190,9 +183,30 @@ MAX_RATE = np.float64(1e150)  # float64: PyTensor would try a Python float as fl
 MAX_POISSON_RATE = np.float64(1e15)
 
 
-def _truncated_logp(
-    moments, value, n, theta, lower, upper, epsilon, sensitivity, order, max_rate=MAX_RATE
-):
+def _truncated_methods(moments, order, max_rate=MAX_RATE):
+    """``support_point`` and ``logp`` of a truncated family from its ``moments``.
+
+    ``order`` compares the bounds (``pt.lt``: continuous records, ``pt.le``: integer ones).
+    """
+
+    def support_point(rv, size, n, theta, lower, upper, epsilon, sensitivity):
+        log_q, mean, _ = moments(theta, lower, upper)
+        point, *_ = pt.broadcast_arrays(
+            n * pt.exp(log_q) * mean, lower, upper, epsilon, sensitivity
+        )
+        if not rv_size_is_none(size):
+            point = pt.full(size, point)
+        return point
+
+    def logp(value, n, theta, lower, upper, epsilon, sensitivity):
+        return _truncated_logp(
+            moments, value, n, theta, lower, upper, epsilon, sensitivity, order, max_rate
+        )
+
+    return support_point, logp
+
+
+def _truncated_logp(moments, value, n, theta, lower, upper, epsilon, sensitivity, order, max_rate):
     ok = (
         (n >= 0)
         & pt.eq(n, pt.floor(n))
@@ -304,22 +318,7 @@ class LaplaceNoisyTruncatedExponential(_TruncatedSum):
     def dist(cls, n, lam, lower, upper, epsilon, sensitivity=None, **kwargs):
         return super().dist(n, lam, lower, upper, epsilon, sensitivity, **kwargs)
 
-    def support_point(rv, size, n, lam, lower, upper, epsilon, sensitivity):
-        log_q, mean, _ = emath.truncated_exponential_moments(lam, lower, upper)
-        return _truncated_support_point(size, n, log_q, mean, lower, upper, epsilon, sensitivity)
-
-    def logp(value, n, lam, lower, upper, epsilon, sensitivity):
-        return _truncated_logp(
-            emath.truncated_exponential_moments,
-            value,
-            n,
-            lam,
-            lower,
-            upper,
-            epsilon,
-            sensitivity,
-            pt.lt,
-        )
+    support_point, logp = _truncated_methods(emath.truncated_exponential_moments, pt.lt)
 
 
 class LaplaceNoisyTruncatedPoisson(_TruncatedSum):
@@ -389,23 +388,9 @@ class LaplaceNoisyTruncatedPoisson(_TruncatedSum):
     def dist(cls, n, mu, lower, upper, epsilon, sensitivity=None, **kwargs):
         return super().dist(n, mu, lower, upper, epsilon, sensitivity, **kwargs)
 
-    def support_point(rv, size, n, mu, lower, upper, epsilon, sensitivity):
-        log_q, mean, _ = emath.truncated_poisson_moments(mu, lower, upper)
-        return _truncated_support_point(size, n, log_q, mean, lower, upper, epsilon, sensitivity)
-
-    def logp(value, n, mu, lower, upper, epsilon, sensitivity):
-        return _truncated_logp(
-            emath.truncated_poisson_moments,
-            value,
-            n,
-            mu,
-            lower,
-            upper,
-            epsilon,
-            sensitivity,
-            pt.le,
-            max_rate=MAX_POISSON_RATE,
-        )
+    support_point, logp = _truncated_methods(
+        emath.truncated_poisson_moments, pt.le, max_rate=MAX_POISSON_RATE
+    )
 
 
 # --------------------------------------------------------------------------------------------
