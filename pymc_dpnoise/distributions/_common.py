@@ -8,6 +8,10 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Continuous
+from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
+from pymc.pytensorf import normalize_rng_param
+from pytensor.tensor.random.basic import laplace
+from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import constant_value
 
@@ -16,6 +20,31 @@ def _f64(x):
     if isinstance(x, pt.Variable):
         return x if x.dtype == "float64" else pt.cast(x, "float64")
     return pt.as_tensor_variable(np.asarray(x, dtype="float64"))
+
+
+def _rv_inputs(cls, size, rng, *params):
+    """``(size, rng, *params)`` at the start of an ``rv_op``.
+
+    The parameters are cast to float64, ``rng`` and ``size`` normalised, and a missing
+    ``size`` is the batch shape the parameters imply (``cls.ndims_params``).
+    """
+    params = [_f64(x) for x in params]
+    rng = normalize_rng_param(rng)
+    size = normalize_size_param(size)
+    if rv_size_is_none(size):
+        size = implicit_size_from_params(*params, ndims_params=cls.ndims_params)
+    return size, rng, *params
+
+
+def _plus_laplace(value, scale, size, rng):
+    """``(next_rng, value + Laplace(0, scale))``: the release noise, drawn after ``value``."""
+    next_rng, noise = laplace(0.0, scale, size=size, rng=rng, return_next_rng=True)
+    return next_rng, value + noise
+
+
+def _rv_node(cls, rng, size, params, next_rng, draw):
+    """End of an ``rv_op``: the ``cls`` node on ``(rng, size, *params)``, outputs ``(next_rng, draw)``."""
+    return cls(inputs=[rng, size, *params], outputs=[next_rng, draw])(rng, size, *params)
 
 
 def _finite_value(value):

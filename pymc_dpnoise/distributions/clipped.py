@@ -9,9 +9,9 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous, SymbolicRandomVariable
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
+from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.pytensorf import normalize_rng_param
-from pytensor.tensor.random.basic import exponential, laplace, normal
+from pytensor.tensor.random.basic import exponential, normal
 from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
@@ -26,8 +26,11 @@ from ._common import (
     _floatx_out,
     _ninf_where_not,
     _NoImputeContinuous,
+    _plus_laplace,
     _refuse,
     _refuse_cdfs,
+    _rv_inputs,
+    _rv_node,
     _safe_params,
     _to_floatx,
 )
@@ -58,21 +61,15 @@ class LaplacePerturbedClippedNormalRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, mu, sigma, lower, upper, epsilon, *, size=None, rng=None):
-        mu, sigma, lower, upper, epsilon = map(_f64, (mu, sigma, lower, upper, epsilon))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                mu, sigma, lower, upper, epsilon, ndims_params=cls.ndims_params
-            )
+        size, rng, mu, sigma, lower, upper, epsilon = _rv_inputs(
+            cls, size, rng, mu, sigma, lower, upper, epsilon
+        )
         next_rng, x = normal(mu, sigma, size=size, rng=rng, return_next_rng=True)
         scale = (upper - lower) / epsilon
-        final_rng, noise = laplace(0.0, scale, size=size, rng=next_rng, return_next_rng=True)
-        z = pt.clip(x, lower, upper) + noise
-        return cls(
-            inputs=[rng, size, mu, sigma, lower, upper, epsilon],
-            outputs=[final_rng, _to_floatx(z)],
-        )(rng, size, mu, sigma, lower, upper, epsilon)
+        final_rng, z = _plus_laplace(pt.clip(x, lower, upper), scale, size, next_rng)
+        return _rv_node(
+            cls, rng, size, [mu, sigma, lower, upper, epsilon], final_rng, _to_floatx(z)
+        )
 
 
 class LaplacePerturbedClippedNormal(_NoImputeContinuous):
@@ -237,20 +234,10 @@ class LaplacePerturbedClippedExponentialRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, lam, upper, epsilon, *, size=None, rng=None):
-        lam, upper, epsilon = map(_f64, (lam, upper, epsilon))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(lam, upper, epsilon, ndims_params=cls.ndims_params)
+        size, rng, lam, upper, epsilon = _rv_inputs(cls, size, rng, lam, upper, epsilon)
         next_rng, x = exponential(1.0 / lam, size=size, rng=rng, return_next_rng=True)
-        final_rng, noise = laplace(
-            0.0, upper / epsilon, size=size, rng=next_rng, return_next_rng=True
-        )
-        z = pt.clip(x, 0.0, upper) + noise
-        return cls(
-            inputs=[rng, size, lam, upper, epsilon],
-            outputs=[final_rng, _to_floatx(z)],
-        )(rng, size, lam, upper, epsilon)
+        final_rng, z = _plus_laplace(pt.clip(x, 0.0, upper), upper / epsilon, size, next_rng)
+        return _rv_node(cls, rng, size, [lam, upper, epsilon], final_rng, _to_floatx(z))
 
 
 class LaplacePerturbedClippedExponential(_NoImputeContinuous):
@@ -449,12 +436,16 @@ class LaplacePerturbedClippedNormalSummaryRV(SymbolicRandomVariable):
         n, n_bins, size, rng = _summary_rv_inputs(n, n_bins, size, rng)
         next_rng, x = normal(mu, sigma, size=(n,), rng=rng, return_next_rng=True)
         scale = (upper - lower) / epsilon
-        final_rng, noise = laplace(0.0, scale, size=(n,), rng=next_rng, return_next_rng=True)
-        table = _summary_table(pt.clip(x, lower, upper) + noise, lower, upper, n_bins)
-        return cls(
-            inputs=[rng, size, mu, sigma, lower, upper, epsilon, n, n_bins],
-            outputs=[final_rng, _to_floatx(table)],
-        )(rng, size, mu, sigma, lower, upper, epsilon, n, n_bins)
+        final_rng, z = _plus_laplace(pt.clip(x, lower, upper), scale, (n,), next_rng)
+        table = _summary_table(z, lower, upper, n_bins)
+        return _rv_node(
+            cls,
+            rng,
+            size,
+            [mu, sigma, lower, upper, epsilon, n, n_bins],
+            final_rng,
+            _to_floatx(table),
+        )
 
 
 class LaplacePerturbedClippedNormalSummary(Continuous):
@@ -567,15 +558,12 @@ class LaplacePerturbedClippedExponentialSummaryRV(SymbolicRandomVariable):
         lam, upper, epsilon = map(_f64, (lam, upper, epsilon))
         n, n_bins, size, rng = _summary_rv_inputs(n, n_bins, size, rng)
         next_rng, x = exponential(1.0 / lam, size=(n,), rng=rng, return_next_rng=True)
-        final_rng, noise = laplace(
-            0.0, upper / epsilon, size=(n,), rng=next_rng, return_next_rng=True
-        )
+        final_rng, z = _plus_laplace(pt.clip(x, 0.0, upper), upper / epsilon, (n,), next_rng)
         zero = pt.as_tensor_variable(np.float64(0.0))
-        table = _summary_table(pt.clip(x, 0.0, upper) + noise, zero, upper, n_bins)
-        return cls(
-            inputs=[rng, size, lam, upper, epsilon, n, n_bins],
-            outputs=[final_rng, _to_floatx(table)],
-        )(rng, size, lam, upper, epsilon, n, n_bins)
+        table = _summary_table(z, zero, upper, n_bins)
+        return _rv_node(
+            cls, rng, size, [lam, upper, epsilon, n, n_bins], final_rng, _to_floatx(table)
+        )
 
 
 class LaplacePerturbedClippedExponentialSummary(Continuous):

@@ -6,10 +6,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import SymbolicRandomVariable
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
-from pymc.pytensorf import normalize_rng_param
-from pytensor.tensor.random.basic import binomial, laplace, poisson
-from pytensor.tensor.random.utils import normalize_size_param
+from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.tensor.random.basic import binomial, poisson
 
 from .._validation import (
     check_finite,
@@ -24,12 +22,14 @@ from ._common import (
     _all_finite,
     _cdf_of_value,
     _check_value_batch,
-    _f64,
     _finite_reports,
     _floatx_out,
     _ninf_where_not,
     _NoImputeContinuous,
+    _plus_laplace,
     _refuse,
+    _rv_inputs,
+    _rv_node,
     _to_floatx,
 )
 
@@ -84,26 +84,16 @@ class LaplaceNoisyBinomialRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, n, p, epsilon, sensitivity, *, size=None, rng=None):
-        n, p, epsilon, sensitivity = map(_f64, (n, p, epsilon, sensitivity))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                n, p, epsilon, sensitivity, ndims_params=cls.ndims_params
-            )
+        size, rng, n, p, epsilon, sensitivity = _rv_inputs(
+            cls, size, rng, n, p, epsilon, sensitivity
+        )
         next_rng, s = binomial(
             pt.cast(pt.round(n), "int64"), p, size=size, rng=rng, return_next_rng=True
         )
-        final_rng, noise = laplace(
-            0.0, sensitivity / epsilon, size=size, rng=next_rng, return_next_rng=True
-        )
-        y = pt.cast(s, "float64") + noise
+        final_rng, y = _plus_laplace(pt.cast(s, "float64"), sensitivity / epsilon, size, next_rng)
         if cls.clamp:
             y = pt.clip(y, 0.0, n)
-        return cls(
-            inputs=[rng, size, n, p, epsilon, sensitivity],
-            outputs=[final_rng, _to_floatx(y)],
-        )(rng, size, n, p, epsilon, sensitivity)
+        return _rv_node(cls, rng, size, [n, p, epsilon, sensitivity], final_rng, _to_floatx(y))
 
 
 class ClampedLaplaceNoisyBinomialRV(LaplaceNoisyBinomialRV):
@@ -316,22 +306,10 @@ class LaplaceNoisyPoissonRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, mu, epsilon, sensitivity, *, size=None, rng=None):
-        mu, epsilon, sensitivity = map(_f64, (mu, epsilon, sensitivity))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                mu, epsilon, sensitivity, ndims_params=cls.ndims_params
-            )
+        size, rng, mu, epsilon, sensitivity = _rv_inputs(cls, size, rng, mu, epsilon, sensitivity)
         next_rng, s = poisson(mu, size=size, rng=rng, return_next_rng=True)
-        final_rng, noise = laplace(
-            0.0, sensitivity / epsilon, size=size, rng=next_rng, return_next_rng=True
-        )
-        y = pt.cast(s, "float64") + noise
-        return cls(
-            inputs=[rng, size, mu, epsilon, sensitivity],
-            outputs=[final_rng, _to_floatx(y)],
-        )(rng, size, mu, epsilon, sensitivity)
+        final_rng, y = _plus_laplace(pt.cast(s, "float64"), sensitivity / epsilon, size, next_rng)
+        return _rv_node(cls, rng, size, [mu, epsilon, sensitivity], final_rng, _to_floatx(y))
 
 
 class LaplaceNoisyPoisson(_NoImputeContinuous):

@@ -16,14 +16,12 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import SymbolicRandomVariable
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
-from pymc.pytensorf import normalize_rng_param
-from pytensor.tensor.random.basic import exponential, laplace, multinomial, poisson
-from pytensor.tensor.random.utils import normalize_size_param
+from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.tensor.random.basic import exponential, multinomial, poisson
 
 from .._validation import check_finite, check_positive, check_shapes, constant_value
 from ..math import expfam as emath
-from ._common import _f64, _NoImputeContinuous
+from ._common import _f64, _NoImputeContinuous, _plus_laplace, _rv_inputs, _rv_node
 
 __all__ = [
     "LaplaceNoisyMultinomial",
@@ -99,15 +97,9 @@ class _TruncatedSumRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, n, theta, lower, upper, epsilon, sensitivity, *, size=None, rng=None):
-        n, theta, lower, upper, epsilon, sensitivity = map(
-            _f64, (n, theta, lower, upper, epsilon, sensitivity)
+        size, rng, n, theta, lower, upper, epsilon, sensitivity = _rv_inputs(
+            cls, size, rng, n, theta, lower, upper, epsilon, sensitivity
         )
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                n, theta, lower, upper, epsilon, sensitivity, ndims_params=cls.ndims_params
-            )
         # no reduction of a 0-d n: PyMC's graph plotting compiles the shape graph in a mode
         # whose C code for Max of a 0-d input fails ("too many values to unpack")
         n_max = pt.cast(pt.max(n) if n.type.ndim else n, "int64")
@@ -121,13 +113,10 @@ class _TruncatedSumRV(SymbolicRandomVariable):
             & pt.lt(index, pt.shape_padright(n))
         )
         total = pt.sum(pt.switch(keep, x, 0.0), axis=-1)
-        final_rng, noise = laplace(
-            0.0, sensitivity / epsilon, size=size, rng=next_rng, return_next_rng=True
+        final_rng, y = _plus_laplace(total, sensitivity / epsilon, size, next_rng)
+        return _rv_node(
+            cls, rng, size, [n, theta, lower, upper, epsilon, sensitivity], final_rng, y
         )
-        return cls(
-            inputs=[rng, size, n, theta, lower, upper, epsilon, sensitivity],
-            outputs=[final_rng, total + noise],
-        )(rng, size, n, theta, lower, upper, epsilon, sensitivity)
 
 
 class TruncatedExponentialSumRV(_TruncatedSumRV):
@@ -407,24 +396,16 @@ class _NoisyMultinomialRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, n, p, latent, epsilon, sensitivity, *, size=None, rng=None):
-        n, p, latent, epsilon, sensitivity = map(_f64, (n, p, latent, epsilon, sensitivity))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                n, p, latent, epsilon, sensitivity, ndims_params=cls.ndims_params
-            )
+        size, rng, n, p, latent, epsilon, sensitivity = _rv_inputs(
+            cls, size, rng, n, p, latent, epsilon, sensitivity
+        )
         p_norm = p / pt.sum(p, axis=-1, keepdims=True)
         next_rng, s = multinomial(
             pt.cast(pt.round(n), "int64"), p_norm, size=size, rng=rng, return_next_rng=True
         )
         scale = pt.shape_padright(sensitivity / epsilon)
-        final_rng, noise = laplace(0.0, scale, size=s.shape, rng=next_rng, return_next_rng=True)
-        y = pt.cast(s, "float64") + noise
-        return cls(
-            inputs=[rng, size, n, p, latent, epsilon, sensitivity],
-            outputs=[final_rng, y],
-        )(rng, size, n, p, latent, epsilon, sensitivity)
+        final_rng, y = _plus_laplace(pt.cast(s, "float64"), scale, s.shape, next_rng)
+        return _rv_node(cls, rng, size, [n, p, latent, epsilon, sensitivity], final_rng, y)
 
 
 class NoisyMultinomialMixtureRV(_NoisyMultinomialRV):
@@ -464,7 +445,8 @@ def _multinomial_checks(res, n, p, epsilon, sensitivity):
     )
 
 
-def _multinomial_support_point(size, n, p, epsilon, sensitivity):
+def _multinomial_support_point(rv, size, n, p, latent, epsilon, sensitivity):
+    """``support_point`` of both building blocks: the mean counts (the latent is not used)."""
     mean = pt.shape_padright(n) * p / pt.sum(p, axis=-1, keepdims=True)
     point, *_ = pt.broadcast_arrays(
         mean, pt.shape_padright(epsilon), pt.shape_padright(sensitivity)
@@ -499,8 +481,7 @@ class LaplaceNoisyMultinomialGivenNoiseVar(_NoImputeContinuous):
         _validate_multinomial(n, p, epsilon, sensitivity)
         return super().dist([n, p, w, epsilon, sensitivity], **kwargs)
 
-    def support_point(rv, size, n, p, w, epsilon, sensitivity):
-        return _multinomial_support_point(size, n, p, epsilon, sensitivity)
+    support_point = _multinomial_support_point
 
     def logp(value, n, p, w, epsilon, sensitivity):
         scale = sensitivity / epsilon
@@ -525,8 +506,7 @@ class LaplaceNoisyMultinomialGivenCounts(_NoImputeContinuous):
         _validate_multinomial(n, p, epsilon, sensitivity)
         return super().dist([n, p, z, epsilon, sensitivity], **kwargs)
 
-    def support_point(rv, size, n, p, z, epsilon, sensitivity):
-        return _multinomial_support_point(size, n, p, epsilon, sensitivity)
+    support_point = _multinomial_support_point
 
     def logp(value, n, p, z, epsilon, sensitivity):
         counts = emath.multinomial_counts_from_normal(z, n, p)

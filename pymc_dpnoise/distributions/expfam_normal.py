@@ -13,10 +13,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import SymbolicRandomVariable
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
-from pymc.pytensorf import normalize_rng_param
-from pytensor.tensor.random.basic import laplace, normal
-from pytensor.tensor.random.utils import normalize_size_param
+from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.tensor.random.basic import normal
 
 from .._validation import check_finite, check_positive, constant_value
 from ..math import expfam_normal as nmath
@@ -29,7 +27,10 @@ from ._common import (
     _finite_reports,
     _ninf_where_not,
     _NoImputeContinuous,
+    _plus_laplace,
     _refuse_cdfs,
+    _rv_inputs,
+    _rv_node,
     _to_floatx,
 )
 from .expfam import _check_count
@@ -55,12 +56,10 @@ class TruncatedNormalSumRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, n, mu, sigma, lower, upper, z, epsilon, sensitivity, *, size=None, rng=None):
-        params = tuple(map(_f64, (n, mu, sigma, lower, upper, z, epsilon, sensitivity)))
+        size, rng, *params = _rv_inputs(
+            cls, size, rng, n, mu, sigma, lower, upper, z, epsilon, sensitivity
+        )
         n, mu, sigma, lower, upper, z, epsilon, sensitivity = params
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(*params, ndims_params=cls.ndims_params)
         size = pt.cast(size, "int64")
         pad = pt.shape_padright
         # no Max of a 0-d n: its C code fails to build (PyTensor 3.3), which broke shape
@@ -73,13 +72,8 @@ class TruncatedNormalSumRV(SymbolicRandomVariable):
         kept = pt.switch(keep, x, 0.0)
         stats = pt.stack([pt.sum(kept, axis=-1), pt.sum(pt.sqr(kept), axis=-1)], axis=-1)
         noise_size = pt.concatenate([size, pt.as_tensor([2], dtype="int64")])
-        final_rng, noise = laplace(
-            0.0, pad(sensitivity / epsilon), size=noise_size, rng=next_rng, return_next_rng=True
-        )
-        return cls(
-            inputs=[rng, size, *params],
-            outputs=[final_rng, _to_floatx(stats + noise)],
-        )(rng, size, *params)
+        final_rng, y = _plus_laplace(stats, pad(sensitivity / epsilon), noise_size, next_rng)
+        return _rv_node(cls, rng, size, params, final_rng, _to_floatx(y))
 
 
 def _validate(n, mu, sigma, lower, upper, epsilon, sensitivity):

@@ -12,10 +12,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete, SymbolicRandomVariable
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
-from pymc.pytensorf import normalize_rng_param
+from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.tensor.random.basic import categorical, integers, uniform
-from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_positive, check_required, constant_value
@@ -24,9 +22,10 @@ from ._common import (
     _check_observed,
     _check_value_batch,
     _check_value_width,
-    _f64,
     _guard_data,
     _refuse_cdfs,
+    _rv_inputs,
+    _rv_node,
     _static_dim,
 )
 
@@ -199,40 +198,21 @@ class _UnaryRV(SymbolicRandomVariable):
     extended_signature = "[rng],[size],(k),(),(),()->[rng],(k)"
 
     @classmethod
-    def _probabilities(cls, x, y):  # (keep_prob, flip_prob) from the two scalar parameters
+    def _probabilities(cls, *scalars):  # (keep_prob, flip_prob) from the scalar parameters
         raise NotImplementedError
 
     @classmethod
-    def rv_op(cls, p, x, y, counts, *, size=None, rng=None):
-        p, x, y, counts = map(_f64, (p, x, y, counts))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(p, x, y, counts, ndims_params=cls.ndims_params)
-        a, b = cls._probabilities(x, y)
-        a, b = pt.broadcast_arrays(a, b, counts)[:2]
+    def rv_op(cls, p, *params, size=None, rng=None):
+        """``params``: the scalar parameters of ``cls._probabilities``, then ``counts``."""
+        size, rng, p, *params = _rv_inputs(cls, size, rng, p, *params)
+        a, b = cls._probabilities(*params[:-1])
+        a, b = pt.broadcast_arrays(a, b, params[-1])[:2]
         final_rng, z = _unary_draw(rng, size, p, a, b)
-        return cls(inputs=[rng, size, p, x, y, counts], outputs=[final_rng, z])(
-            rng, size, p, x, y, counts
-        )
+        return _rv_node(cls, rng, size, [p, *params], final_rng, z)
 
 
 class _EpsilonUnaryRV(_UnaryRV):
     extended_signature = "[rng],[size],(k),(),()->[rng],(k)"
-
-    @classmethod
-    def rv_op(cls, p, epsilon, counts, *, size=None, rng=None):
-        p, epsilon, counts = map(_f64, (p, epsilon, counts))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(p, epsilon, counts, ndims_params=cls.ndims_params)
-        a, b = cls._probabilities(epsilon, None)
-        a, b = pt.broadcast_arrays(a, b, counts)[:2]
-        final_rng, z = _unary_draw(rng, size, p, a, b)
-        return cls(inputs=[rng, size, p, epsilon, counts], outputs=[final_rng, z])(
-            rng, size, p, epsilon, counts
-        )
 
 
 class OUERV(_EpsilonUnaryRV):
@@ -240,7 +220,7 @@ class OUERV(_EpsilonUnaryRV):
     _print_name = ("OUELikelihood", "\\operatorname{OUE}")
 
     @classmethod
-    def _probabilities(cls, epsilon, _):
+    def _probabilities(cls, epsilon):
         return pt.full_like(epsilon, 0.5), pt.sigmoid(-epsilon)
 
 
@@ -249,7 +229,7 @@ class SUERV(_EpsilonUnaryRV):
     _print_name = ("SUELikelihood", "\\operatorname{SUE}")
 
     @classmethod
-    def _probabilities(cls, epsilon, _):
+    def _probabilities(cls, epsilon):
         return pt.sigmoid(epsilon / 2), pt.sigmoid(-epsilon / 2)
 
 
@@ -296,6 +276,14 @@ def _checked_bits(value, p, **scalars):
     return _guard_data(value, lambda src: pt.eq(src, 0) | pt.eq(src, 1), _BITS_DATA_MSG)
 
 
+def _unary_logp(bits_logp, value, p, counts, **scalars):
+    """Unary-encoding log-likelihood: ``bits_logp(bits)`` times ``counts`` on the 0/1 rows of
+    ``value`` (after :func:`_checked_bits`), -inf on every other row."""
+    value = _checked_bits(value, p, **scalars, counts=counts)
+    valid, value = _safe_bits(value)
+    return pt.switch(valid, bits_logp(value) * counts, -np.inf)
+
+
 def _simplex_conditions(p):
     return [pt.all(pt.ge(p, 0), axis=-1), pt.le(pt.abs(p.sum(-1) - 1), SIMPLEX_ATOL)]
 
@@ -308,6 +296,36 @@ def _validate_epsilon_params(p, epsilon, counts, kwargs, event_ndim=1):
     _check_counts(counts)
     scalars = dict(epsilon=epsilon, counts=counts)
     _check_batch(scalars, p, kwargs.get("shape"), event_ndim=event_ndim)
+
+
+def _epsilon_unary_methods(rv_type, bits_logp):
+    """``support_point`` and ``logp`` of a unary encoding fixed by ``epsilon`` (OUE, SUE).
+
+    The bit probabilities are those the draws use (``rv_type._probabilities``), the
+    log-likelihood of a 0/1 row is ``bits_logp(bits, p, epsilon)``.
+    """
+
+    def support_point(rv, size, p, epsilon, counts):
+        return _unary_support_point(size, p, *rv_type._probabilities(epsilon), counts)
+
+    def logp(value, p, epsilon, counts):
+        res = _unary_logp(
+            lambda bits: bits_logp(bits, p, epsilon), value, p, counts, epsilon=epsilon
+        )
+        return _epsilon_param_checks(res, p, epsilon, counts)
+
+    return support_point, logp
+
+
+class _EpsilonLikelihood(_FrequencyBase):
+    """The (p, epsilon, counts) classes: OUE, SUE and k-RR share their ``dist``."""
+
+    _event_ndim = 1  # of the reports
+
+    @classmethod
+    def dist(cls, p, epsilon, counts=1.0, **kwargs):
+        _validate_epsilon_params(p, epsilon, counts, kwargs, event_ndim=cls._event_ndim)
+        return super().dist([p, epsilon, counts], **kwargs)
 
 
 def _epsilon_param_checks(res, p, epsilon, counts):
@@ -323,7 +341,7 @@ def _epsilon_param_checks(res, p, epsilon, counts):
     )
 
 
-class OUELikelihood(_FrequencyBase):
+class OUELikelihood(_EpsilonLikelihood):
     r"""Optimal-unary-encoding reports of items drawn from ``p`` (local DP histograms).
 
     Each person holds an item :math:`x \sim \mathrm{Categorical}(\theta)` out of :math:`k`,
@@ -381,26 +399,10 @@ class OUELikelihood(_FrequencyBase):
     rv_type = OUERV
     rv_op = OUERV.rv_op
     logcdf, logccdf, icdf = _refuse_cdfs("OUELikelihood")
-
-    @classmethod
-    def dist(cls, p, epsilon, counts=1.0, **kwargs):
-        _validate_epsilon_params(p, epsilon, counts, kwargs)
-        return super().dist([p, epsilon, counts], **kwargs)
-
-    def support_point(rv, size, p, epsilon, counts):
-        return _unary_support_point(
-            size, p, pt.full_like(epsilon, 0.5), pt.sigmoid(-epsilon), counts
-        )
-
-    def logp(value, p, epsilon, counts):
-        value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
-        valid, value = _safe_bits(value)
-        res = dpmath.oue_logp(value, p, epsilon)
-        res = pt.switch(valid, res * counts, -np.inf)
-        return _epsilon_param_checks(res, p, epsilon, counts)
+    support_point, logp = _epsilon_unary_methods(OUERV, dpmath.oue_logp)
 
 
-class SUELikelihood(_FrequencyBase):
+class SUELikelihood(_EpsilonLikelihood):
     r"""Symmetric-unary-encoding reports (basic one-time RAPPOR) of items drawn from ``p``.
 
     Like :class:`OUELikelihood`, but every bit is kept with probability
@@ -439,23 +441,7 @@ class SUELikelihood(_FrequencyBase):
     rv_type = SUERV
     rv_op = SUERV.rv_op
     logcdf, logccdf, icdf = _refuse_cdfs("SUELikelihood")
-
-    @classmethod
-    def dist(cls, p, epsilon, counts=1.0, **kwargs):
-        _validate_epsilon_params(p, epsilon, counts, kwargs)
-        return super().dist([p, epsilon, counts], **kwargs)
-
-    def support_point(rv, size, p, epsilon, counts):
-        return _unary_support_point(
-            size, p, pt.sigmoid(epsilon / 2), pt.sigmoid(-epsilon / 2), counts
-        )
-
-    def logp(value, p, epsilon, counts):
-        value = _checked_bits(value, p, epsilon=epsilon, counts=counts)
-        valid, value = _safe_bits(value)
-        res = dpmath.sue_logp(value, p, epsilon)
-        res = pt.switch(valid, res * counts, -np.inf)
-        return _epsilon_param_checks(res, p, epsilon, counts)
+    support_point, logp = _epsilon_unary_methods(SUERV, dpmath.sue_logp)
 
 
 class UnaryEncodingLikelihood(_FrequencyBase):
@@ -527,13 +513,17 @@ class UnaryEncodingLikelihood(_FrequencyBase):
         return _unary_support_point(size, p, keep_prob, flip_prob, counts)
 
     def logp(value, p, keep_prob, flip_prob, counts):
-        value = _checked_bits(value, p, keep_prob=keep_prob, flip_prob=flip_prob, counts=counts)
         a, b = keep_prob, flip_prob
         log_b, log1m_b, log_a, log1m_a = pt.log(b), pt.log1p(-b), pt.log(a), pt.log1p(-a)
         ell = (log_a - log1m_a) - (log_b - log1m_b)
-        valid, value = _safe_bits(value)
-        res = dpmath.unary_encoding_logp(value, p, log_b, log1m_b, log1m_a, ell)
-        res = pt.switch(valid, res * counts, -np.inf)
+        res = _unary_logp(
+            lambda bits: dpmath.unary_encoding_logp(bits, p, log_b, log1m_b, log1m_a, ell),
+            value,
+            p,
+            counts,
+            keep_prob=keep_prob,
+            flip_prob=flip_prob,
+        )
         return check_parameters(
             res,
             *_simplex_conditions(p),
@@ -557,11 +547,7 @@ class KRRRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, p, epsilon, counts, *, size=None, rng=None):
-        p, epsilon, counts = map(_f64, (p, epsilon, counts))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(p, epsilon, counts, ndims_params=cls.ndims_params)
+        size, rng, p, epsilon, counts = _rv_inputs(cls, size, rng, p, epsilon, counts)
         rng1, item = categorical(p, size=size, rng=rng, return_next_rng=True)
         k = p.shape[-1]
         keep = 1.0 / (1.0 + (k - 1) * pt.exp(-epsilon))
@@ -569,12 +555,10 @@ class KRRRV(SymbolicRandomVariable):
         rng3, other = integers(0, k - 1, size=item.shape, rng=rng2, return_next_rng=True)
         other = other + pt.ge(other, item)
         y = pt.switch(pt.lt(u, keep), item, other)
-        return cls(inputs=[rng, size, p, epsilon, counts], outputs=[rng3, pt.cast(y, "int64")])(
-            rng, size, p, epsilon, counts
-        )
+        return _rv_node(cls, rng, size, [p, epsilon, counts], rng3, pt.cast(y, "int64"))
 
 
-class KRRLikelihood(_FrequencyBase):
+class KRRLikelihood(_EpsilonLikelihood):
     r"""k-ary randomized-response reports (direct encoding) of items drawn from ``p``.
 
     Each person reports their item :math:`x \sim \mathrm{Categorical}(\theta)` with probability
@@ -622,11 +606,7 @@ class KRRLikelihood(_FrequencyBase):
     rv_op = KRRRV.rv_op
     logcdf, logccdf, icdf = _refuse_cdfs("KRRLikelihood", _UNORDERED)
     _bits = False
-
-    @classmethod
-    def dist(cls, p, epsilon, counts=1.0, **kwargs):
-        _validate_epsilon_params(p, epsilon, counts, kwargs, event_ndim=0)
-        return super().dist([p, epsilon, counts], **kwargs)
+    _event_ndim = 0
 
     def support_point(rv, size, p, epsilon, counts):
         point = pt.argmax(p, axis=-1)

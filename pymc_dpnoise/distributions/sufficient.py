@@ -6,11 +6,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import SymbolicRandomVariable
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
 from pymc.logprob.abstract import _logprob
-from pymc.pytensorf import normalize_rng_param
 from pytensor.tensor.random.basic import normal
-from pytensor.tensor.random.utils import normalize_size_param
 
 from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import sufficient as ssmath
@@ -19,11 +16,11 @@ from ._common import (
     _check_value_batch,
     _check_value_width,
     _cov_or_chol,
-    _f64,
     _finite_reports,
     _ninf_where_not,
     _NoImputeContinuous,
     _refuse_cdfs,
+    _rv_inputs,
     _to_floatx,
 )
 
@@ -49,13 +46,9 @@ class SSNormalApproxRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, theta, cov, n, noise_cov, sigma, *, glm, order=3, size=None, rng=None):
-        theta, cov, n, noise_cov, sigma = map(_f64, (theta, cov, n, noise_cov, sigma))
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                theta, cov, n, noise_cov, sigma, ndims_params=cls.ndims_params
-            )
+        size, rng, theta, cov, n, noise_cov, sigma = _rv_inputs(
+            cls, size, rng, theta, cov, n, noise_cov, sigma
+        )
         mean, total = _moments(theta, cov, n, noise_cov, sigma, glm, order)
         m = ssmath.stat_dim(glm, _d(theta, cov))
         next_rng, eps = normal(0.0, 1.0, size=(*size, m), rng=rng, return_next_rng=True)
