@@ -21,6 +21,8 @@ the same mechanisms for data holders, and the test-suite checks that both give t
 distribution.
 """
 
+# ruff: noqa: F401  (re-exports; __all__ is built below from the lists kept with the code)
+from .. import _DISTRIBUTIONS
 from .clipped import (
     LaplacePerturbedClippedExponential,
     LaplacePerturbedClippedExponentialSummary,
@@ -43,23 +45,5 @@ from .frequency import (
 from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
 
-__all__ = [
-    "KRRLikelihood",
-    "LaplaceNoisyBinomial",
-    "LaplaceNoisyMultinomial",
-    "LaplaceNoisyPoisson",
-    "LaplaceNoisyTruncatedExponential",
-    "LaplaceNoisyTruncatedNormal",
-    "LaplaceNoisyTruncatedPoisson",
-    "LaplacePerturbedClippedExponential",
-    "LaplacePerturbedClippedExponentialSummary",
-    "LaplacePerturbedClippedNormal",
-    "LaplacePerturbedClippedNormalSummary",
-    "OUELikelihood",
-    "PerturbedLinReg",
-    "PerturbedLinRegSummary",
-    "PerturbedLogReg",
-    "SSNormalApprox",
-    "SUELikelihood",
-    "UnaryEncodingLikelihood",
-]
+# the names are listed once, in the package's lazy exports
+__all__ = list(_DISTRIBUTIONS)

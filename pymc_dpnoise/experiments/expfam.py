@@ -114,6 +114,17 @@ METHODS = ("noise-aware", "Gibbs", "naive", "OPS", "non-private")
 # --------------------------------------------------------------------------------------------
 
 
+def _count_data(problem, reports):
+    """``pm.Data`` of the reports, ``n`` and ``epsilon`` (in the current model), so that one
+    compiled model serves every cell of a grid; :meth:`NoisyBinomialSBC.data` sets them."""
+    import pymc as pm
+
+    y = pm.Data("reports", np.asarray(reports, dtype=float))
+    n = pm.Data("n", np.asarray(problem.n, dtype=float))
+    eps = pm.Data("epsilon", np.asarray(problem.epsilon, dtype=float))
+    return y, n, eps
+
+
 @dataclasses.dataclass(frozen=True)
 class NoisyBinomialSBC(SBCProblem):
     """θ ~ Beta(alpha, beta); n Bernoulli(θ) records; their count released at ``epsilon``.
@@ -131,9 +142,7 @@ class NoisyBinomialSBC(SBCProblem):
 
     family = "binomial"
 
-    @property
-    def param_names(self):
-        return ("theta",)
+    param_names = ("theta",)
 
     @property
     def sensitivity(self) -> float:
@@ -153,9 +162,7 @@ class NoisyBinomialSBC(SBCProblem):
         from ..distributions import LaplaceNoisyBinomial
 
         with pm.Model() as model:
-            y = pm.Data("reports", np.asarray(reports, dtype=float))
-            n = pm.Data("n", np.asarray(self.n, dtype=float))
-            eps = pm.Data("epsilon", np.asarray(self.epsilon, dtype=float))
+            y, n, eps = _count_data(self, reports)
             theta = pm.Beta("theta", self.alpha, self.beta)
             if noise_aware:
                 LaplaceNoisyBinomial("y", n=n, p=theta, epsilon=eps, observed=y)
@@ -190,9 +197,7 @@ class NoisyPoissonSBC(SBCProblem):
 
     family = "poisson"
 
-    @property
-    def param_names(self):
-        return ("lam",)
+    param_names = ("lam",)
 
     @property
     def sensitivity(self) -> float:
@@ -215,9 +220,7 @@ class NoisyPoissonSBC(SBCProblem):
         from ..distributions import LaplaceNoisyPoisson
 
         with pm.Model() as model:
-            y = pm.Data("reports", np.asarray(reports, dtype=float))
-            n = pm.Data("n", np.asarray(self.n, dtype=float))
-            eps = pm.Data("epsilon", np.asarray(self.epsilon, dtype=float))
+            y, n, eps = _count_data(self, reports)
             lam = pm.Gamma("lam", self.alpha, self.beta)
             if noise_aware:
                 LaplaceNoisyPoisson(
@@ -255,9 +258,7 @@ class NoisyMultinomialSBC(SBCProblem):
 
     family = "multinomial"
 
-    @property
-    def param_names(self):
-        return ("p0",)
+    param_names = ("p0",)
 
     @property
     def alpha(self) -> float:
@@ -290,9 +291,7 @@ class NoisyMultinomialSBC(SBCProblem):
         from ..distributions import LaplaceNoisyMultinomial
 
         with pm.Model() as model:
-            y = pm.Data("reports", np.asarray(reports, dtype=float))
-            n = pm.Data("n", np.asarray(self.n, dtype=float))
-            eps = pm.Data("epsilon", np.asarray(self.epsilon, dtype=float))
+            y, n, eps = _count_data(self, reports)
             p = pm.Dirichlet("p", np.full(self.k, float(self.concentration)))
             pm.Deterministic("p0", p[0])
             if noise_aware:
@@ -379,9 +378,7 @@ class _TruncatedSumSBC(SBCProblem):
 
         lo, hi = self.bounds
         with pm.Model() as model:
-            y = pm.Data("reports", np.asarray(reports, dtype=float))
-            n = pm.Data("n", np.asarray(self.n, dtype=float))
-            eps = pm.Data("epsilon", np.asarray(self.epsilon, dtype=float))
+            y, n, eps = _count_data(self, reports)
             theta = pm.Gamma(self._param, self.alpha, self.beta)
             if noise_aware:
                 self._distribution()("y", n, theta, lo, hi, eps, observed=y)
@@ -937,27 +934,41 @@ _STYLE = {
 }
 
 
-def plot_ks(table: pd.DataFrame, family: str = "binomial", epsilons=FIG1_EPSILONS):
-    """Fig. 1a: KS statistic of the quantiles against Uniform(0, 1) vs n, one panel per ε."""
+def _panels_vs_n(t, family, epsilons, ylabel, draw, finish=None):
+    """One panel per ε of the rows ``t`` against n: ``draw(ax, rows, method)`` per method,
+    then ``finish(ax, rows)`` on the panel's rows (Figs. 1a and 1c)."""
     import matplotlib.pyplot as plt
 
-    t = table[(table["family"] == family) & np.isclose(table["level"], 0.5)]
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5 * len(epsilons), 3.6), sharey=True)
     for ax, eps in zip(np.atleast_1d(axes), epsilons, strict=True):
         te = t[np.isclose(t["epsilon"], eps)]
         for method in METHODS:
             tm = te[te["method"] == method].sort_values("n_records")
             if len(tm):
-                ax.plot(tm["n_records"], tm["ks"], label=method, **_STYLE[method])
-        r = int(te["n"].max()) if len(te) else 1
-        ax.axhline(1.63 / np.sqrt(r), color="k", lw=0.8, ls="--", label="KS 99% (uniform)")
+                draw(ax, tm, method)
+        if finish is not None:
+            finish(ax, te)
         ax.set_xscale("log")
         ax.set_xlabel("n (records)")
         ax.set_title(f"{family}, ε = {eps:g}")
-    np.atleast_1d(axes)[0].set_ylabel("KS statistic")
+    np.atleast_1d(axes)[0].set_ylabel(ylabel)
     np.atleast_1d(axes)[-1].legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def plot_ks(table: pd.DataFrame, family: str = "binomial", epsilons=FIG1_EPSILONS):
+    """Fig. 1a: KS statistic of the quantiles against Uniform(0, 1) vs n, one panel per ε."""
+
+    def draw(ax, tm, method):
+        ax.plot(tm["n_records"], tm["ks"], label=method, **_STYLE[method])
+
+    def finish(ax, te):
+        r = int(te["n"].max()) if len(te) else 1
+        ax.axhline(1.63 / np.sqrt(r), color="k", lw=0.8, ls="--", label="KS 99% (uniform)")
+
+    t = table[(table["family"] == family) & np.isclose(table["level"], 0.5)]
+    return _panels_vs_n(t, family, epsilons, "KS statistic", draw, finish)
 
 
 def plot_ecdf(cells: dict, family: str = "binomial", n: int = 1000, epsilon: float = 0.01):
@@ -984,24 +995,13 @@ def plot_ecdf(cells: dict, family: str = "binomial", n: int = 1000, epsilon: flo
 
 def plot_mmd(table: pd.DataFrame, family: str = "binomial", epsilons=FIG1_EPSILONS):
     """Fig. 1c: MMD² to the non-private posterior vs n, one panel per ε."""
-    import matplotlib.pyplot as plt
+
+    def draw(ax, tm, method):
+        ax.errorbar(tm["n_records"], tm["mmd"], yerr=tm["mmd_se"], label=method,
+                    capsize=2, **_STYLE[method])  # fmt: skip
 
     t = table[table["family"] == family]
-    fig, axes = plt.subplots(1, len(epsilons), figsize=(5 * len(epsilons), 3.6), sharey=True)
-    for ax, eps in zip(np.atleast_1d(axes), epsilons, strict=True):
-        te = t[np.isclose(t["epsilon"], eps)]
-        for method in METHODS:
-            tm = te[te["method"] == method].sort_values("n_records")
-            if len(tm):
-                ax.errorbar(tm["n_records"], tm["mmd"], yerr=tm["mmd_se"], label=method,
-                            capsize=2, **_STYLE[method])  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_xlabel("n (records)")
-        ax.set_title(f"{family}, ε = {eps:g}")
-    np.atleast_1d(axes)[0].set_ylabel("MMD² to the non-private posterior")
-    np.atleast_1d(axes)[-1].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _panels_vs_n(t, family, epsilons, "MMD² to the non-private posterior", draw)
 
 
 # --------------------------------------------------------------------------------------------

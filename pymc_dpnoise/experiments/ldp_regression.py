@@ -108,6 +108,9 @@ SGD_GRID = {
 #: personalised budgets of the hierarchical example: (group, ε)
 HIER_BUDGETS = (("red", 8.0), ("white", 32.0))
 
+#: ε grid of the full Figs. 4 and 5
+FULL_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
 SETTINGS = {
     "fast": dict(
         fig4=dict(d=3, epsilons=(1.0, 8.0), repeats=2, tune_repeats=2, draws=300, tune=300),
@@ -125,7 +128,7 @@ SETTINGS = {
     "full": dict(
         fig4=dict(
             d=3,
-            epsilons=(0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0),
+            epsilons=FULL_EPSILONS,
             repeats=20,
             tune_repeats=5,
             draws=500,
@@ -134,7 +137,7 @@ SETTINGS = {
         fig5=dict(
             d=3,
             n_train=10_000,
-            epsilons=(0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0),
+            epsilons=FULL_EPSILONS,
             repeats=5,
             tune_repeats=3,
             draws=300,
@@ -338,6 +341,14 @@ def _fit(compiled, rng, draws, tune, target_accept, **data):
     return sample_compiled(compiled, **kw, **data)
 
 
+def _splits(split, seed, tag, repeats, tune_repeats):
+    """``(splits, pilots)`` of figure ``tag``: ``split(rng)`` on the streams (tag, 0, r), and on
+    (tag, 1, r) for the LDP-SGD tuning pilots."""
+    splits = [split(seeded_rng(seed, tag, 0, r)) for r in range(repeats)]
+    pilots = [split(seeded_rng(seed, tag, 1, r)) for r in range(tune_repeats)]
+    return splits, pilots
+
+
 def _compare_private(
     compiled,
     splits,
@@ -441,8 +452,7 @@ def run_fig4(
         ``divergences, max_rhat, seconds, theta_sd`` (mean posterior sd of θ); for LDP-SGD,
         ``group_constant, lr, steps``.
     """
-    splits = [wine_split(seeded_rng(seed, 4, 0, r), d, R=R) for r in range(repeats)]
-    pilots = [wine_split(seeded_rng(seed, 4, 1, r), d, R=R) for r in range(tune_repeats)]
+    splits, pilots = _splits(lambda rng: wine_split(rng, d, R=R), seed, 4, repeats, tune_repeats)
     rows = []
     for r, s in enumerate(splits):
         for name, th in (("non-private LS", least_squares(s.X_train, s.y_train)), ("zero", None)):
@@ -497,12 +507,9 @@ def run_fig5(
     depends only on the direction of θ, so the intercept (absent from the noise-aware model and
     LDP-SGD) does not enter it.
     """
-    splits = [
-        adult_split(seeded_rng(seed, 5, 0, r), d, n_train=n_train, R=R) for r in range(repeats)
-    ]
-    pilots = [
-        adult_split(seeded_rng(seed, 5, 1, r), d, n_train=n_train, R=R) for r in range(tune_repeats)
-    ]
+    splits, pilots = _splits(
+        lambda rng: adult_split(rng, d, n_train=n_train, R=R), seed, 5, repeats, tune_repeats
+    )
     rows = []
     for r, s in enumerate(splits):
         w = logistic_mle(s.X_train, s.y_train, intercept=True, ridge=1e-6)
