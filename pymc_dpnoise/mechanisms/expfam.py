@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from .core import check_privacy_parameter
+from .counts import _epsilon
 
 __all__ = ["TruncatedSumRelease", "release_truncated_sum"]
 
@@ -26,7 +26,20 @@ _FAMILIES = ("exponential", "poisson")
 
 
 @dataclasses.dataclass(frozen=True)
-class TruncatedSumRelease:
+class _TruncatedRelease:
+    """The fields every truncated-sum release has (see the subclasses' docstrings)."""
+
+    value: np.ndarray
+    n: np.ndarray
+    lower: float
+    upper: float
+    epsilon: float
+    sensitivity: float
+    scale: float
+
+
+@dataclasses.dataclass(frozen=True)
+class TruncatedSumRelease(_TruncatedRelease):
     """A noisy truncated sum and what the likelihood needs.
 
     Attributes
@@ -43,25 +56,21 @@ class TruncatedSumRelease:
         ``"exponential"`` or ``"poisson"``.
     """
 
-    value: np.ndarray
-    n: np.ndarray
-    lower: float
-    upper: float
-    epsilon: float
-    sensitivity: float
-    scale: float
     family: str
 
 
-def _bound(name, value, integer):
+def _bound(name, value, integer=False, *, nonnegative=True):
+    """A declared truncation bound as a float (finite, and >= 0 where ``nonnegative``)."""
     if value is None:
         raise TypeError(f"`{name}` is None; declare the truncation bounds before the release")
     try:
         v = float(value)
     except (TypeError, ValueError):
         raise TypeError(f"`{name}` must be a number; got {value!r}") from None
-    if not np.isfinite(v) or v < 0:
-        raise ValueError(f"`{name}` must be finite and >= 0; got {value!r}")
+    if not np.isfinite(v) or (nonnegative and v < 0):
+        raise ValueError(
+            f"`{name}` must be finite{' and >= 0' if nonnegative else ''}; got {value!r}"
+        )
     if integer and v != np.floor(v):
         raise ValueError(f"`{name}` must be an integer for count data; got {value!r}")
     return v
@@ -90,10 +99,7 @@ def release_truncated_sum(x, lower, upper, epsilon, rng, *, family="exponential"
     -------
     TruncatedSumRelease
     """
-    eps = check_privacy_parameter("epsilon", epsilon, "epsilon")
-    if eps.ndim:
-        raise ValueError(f"`epsilon` must be a scalar (one budget per release); got {epsilon!r}")
-    eps = float(eps)
+    eps = _epsilon(epsilon)
     if family not in _FAMILIES:
         raise ValueError(f"`family` must be one of {_FAMILIES}; got {family!r}")
     integer = family == "poisson"

@@ -18,7 +18,8 @@ import sys
 
 import numpy as np
 
-from .core import check_privacy_parameter
+from .counts import _epsilon
+from .expfam import _bound, _TruncatedRelease
 
 __all__ = [
     "TruncatedNormalSumRelease",
@@ -78,7 +79,7 @@ def truncated_normal_sum_sensitivity(lower, upper):
 
 
 @dataclasses.dataclass(frozen=True)
-class TruncatedNormalSumRelease:
+class TruncatedNormalSumRelease(_TruncatedRelease):
     """The noisy truncated sums of ``(x, x**2)`` and what the likelihood needs.
 
     Attributes
@@ -94,26 +95,6 @@ class TruncatedNormalSumRelease:
         Budget of the pair, L1 sensitivity of the pair and the Laplace scale
         ``sensitivity / epsilon`` of each coordinate.
     """
-
-    value: np.ndarray
-    n: np.ndarray
-    lower: float
-    upper: float
-    epsilon: float
-    sensitivity: float
-    scale: float
-
-
-def _bound(name, value):
-    if value is None:
-        raise TypeError(f"`{name}` is None; declare the truncation bounds before the release")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"`{name}` must be a number; got {value!r}") from None
-    if not np.isfinite(v):
-        raise ValueError(f"`{name}` must be finite; got {value!r}")
-    return v
 
 
 def release_truncated_normal_sum(x, lower, upper, epsilon, rng, *, sensitivity=None):
@@ -150,11 +131,8 @@ def release_truncated_normal_sum(x, lower, upper, epsilon, rng, *, sensitivity=N
     >>> rel.value.shape, rel.sensitivity
     ((2,), 30.25)
     """
-    eps = check_privacy_parameter("epsilon", epsilon, "epsilon")
-    if eps.ndim:
-        raise ValueError(f"`epsilon` must be a scalar (one budget per release); got {epsilon!r}")
-    eps = float(eps)
-    lo, hi = _bound("lower", lower), _bound("upper", upper)
+    eps = _epsilon(epsilon)
+    lo, hi = _bound("lower", lower, nonnegative=False), _bound("upper", upper, nonnegative=False)
     if not hi > lo:
         raise ValueError(f"`lower` must be < `upper`; got lower={lo}, upper={hi}")
     exact = float(truncated_normal_sum_sensitivity(lo, hi))
