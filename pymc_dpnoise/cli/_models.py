@@ -632,18 +632,19 @@ def _clipped_normal_check(args):
         raise InputError(f"--mu-prior: SD must be > 0, got {_fmt(args.mu_prior[1])}")
 
 
-def _clipped_normal_build(args, data):
-    import pymc as pm
-
+def _clipped_class(data, name):
+    """The distribution ``name``, or its binned ``...Summary`` variant when ``data["z"]`` is a
+    ClippedSummary (large files, see _fit._summary_data)."""
     from .. import distributions as dists
     from ..summaries import ClippedSummary
 
-    summary = isinstance(data["z"], ClippedSummary)  # large files (see _fit._summary_data)
-    cls = (
-        dists.LaplacePerturbedClippedNormalSummary
-        if summary
-        else dists.LaplacePerturbedClippedNormal
-    )
+    return getattr(dists, name + "Summary" if isinstance(data["z"], ClippedSummary) else name)
+
+
+def _clipped_normal_build(args, data):
+    import pymc as pm
+
+    cls = _clipped_class(data, "LaplacePerturbedClippedNormal")
     h = (args.upper - args.lower) / 2
     m0, s0 = args.mu_prior or ((args.lower + args.upper) / 2, h)
     a, b = args.sigma_prior or (2.0, 2.0 / h)
@@ -678,15 +679,7 @@ def _clipped_exponential_check(args):
 def _clipped_exponential_build(args, data):
     import pymc as pm
 
-    from .. import distributions as dists
-    from ..summaries import ClippedSummary
-
-    summary = isinstance(data["z"], ClippedSummary)  # large files (see _fit._summary_data)
-    cls = (
-        dists.LaplacePerturbedClippedExponentialSummary
-        if summary
-        else dists.LaplacePerturbedClippedExponential
-    )
+    cls = _clipped_class(data, "LaplacePerturbedClippedExponential")
     a, b = args.lam_prior or (2.0, args.upper / 2)
     with pm.Model() as model:
         lam = pm.Gamma("lam", alpha=a, beta=b)

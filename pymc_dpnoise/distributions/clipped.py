@@ -386,6 +386,17 @@ def _summary_kwargs_from_observed(observed, kwargs, names):
 MAX_BINS = 10**6
 
 
+def _summary_required(**params):
+    for key, val in params.items():
+        if val is None:
+            raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+
+
+def _summary_support_point(rv, size, *params):
+    """An all-zero table: ``n_bins + 2`` rows of 4 (``n_bins`` is the last parameter)."""
+    return pt.zeros((params[-1] + 2, 4), dtype="float64")
+
+
 def _summary_rv_inputs(n, n_bins, size, rng):
     """``(n, n_bins, size, rng)`` of a summary RV: int64 counts, no batch size."""
     n = pt.cast(pt.as_tensor_variable(n), "int64")  # a constant or pm.Data (set_data)
@@ -516,9 +527,7 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
 
     @classmethod
     def dist(cls, mu, sigma, lower=None, upper=None, epsilon=None, n=None, n_bins=None, **kwargs):
-        for key, val in dict(lower=lower, upper=upper, epsilon=epsilon, n=n).items():
-            if val is None:
-                raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _summary_required(lower=lower, upper=upper, epsilon=epsilon, n=n)
         _check_summary_scalars(mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_finite("mu", mu)
@@ -527,8 +536,7 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
         check_less("lower", lower, "upper", upper)
         return super().dist([mu, sigma, lower, upper, epsilon, n, n_bins], **kwargs)
 
-    def support_point(rv, size, mu, sigma, lower, upper, epsilon, n, n_bins):
-        return pt.zeros((n_bins + 2, 4), dtype="float64")
+    support_point = _summary_support_point
 
     logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedNormalSummary")
 
@@ -617,9 +625,7 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
 
     @classmethod
     def dist(cls, lam, upper=None, epsilon=None, n=None, n_bins=None, **kwargs):
-        for key, val in dict(upper=upper, epsilon=epsilon, n=n).items():
-            if val is None:
-                raise ValueError(f"{key}: required (or pass a ClippedSummary as observed)")
+        _summary_required(upper=upper, epsilon=epsilon, n=n)
         _check_summary_scalars(lam=lam, upper=upper, epsilon=epsilon, n=n)
         _check_summary_ints(n, n_bins)
         check_positive("lam", lam)
@@ -627,8 +633,7 @@ class LaplacePerturbedClippedExponentialSummary(Continuous):
         check_positive("epsilon", epsilon)
         return super().dist([lam, upper, epsilon, n, n_bins], **kwargs)
 
-    def support_point(rv, size, lam, upper, epsilon, n, n_bins):
-        return pt.zeros((n_bins + 2, 4), dtype="float64")
+    support_point = _summary_support_point
 
     logcdf, logccdf, icdf = _refuse_cdfs("LaplacePerturbedClippedExponentialSummary")
 

@@ -104,14 +104,36 @@ class ClampedLaplaceNoisyBinomialRV(LaplaceNoisyBinomialRV):
     clamp = True
 
 
-def _binomial_support_point(size, n, p, epsilon, sensitivity, clamp):
-    mean = n * p
-    if clamp:  # the atoms are valid starting points too, but the mean is inside for 0 < p < 1
-        mean = pt.clip(mean, 0.0, n)
-    point, *_ = pt.broadcast_arrays(mean, epsilon, sensitivity)
-    if not rv_size_is_none(size):
-        point = pt.full(size, point)
-    return point
+def _binomial_methods(logp_kernel, log_cdfs, clamp):
+    """``support_point``, ``logp``, ``logcdf`` and ``logccdf`` of the noisy binomial (clamped
+    to [0, n] or not) from its log density ``logp_kernel`` and log CDFs ``log_cdfs``."""
+
+    def support_point(rv, size, n, p, epsilon, sensitivity):
+        mean = n * p
+        if clamp:  # the atoms are valid starting points too, but the mean is inside for 0 < p < 1
+            mean = pt.clip(mean, 0.0, n)
+        point, *_ = pt.broadcast_arrays(mean, epsilon, sensitivity)
+        if not rv_size_is_none(size):
+            point = pt.full(size, point)
+        return point
+
+    @_floatx_out
+    def logp(value, n, p, epsilon, sensitivity):
+        _check_batch_of(value, n=n, p=p, epsilon=epsilon, sensitivity=sensitivity)
+        finite, safe = _finite_reports(value)  # a NaN/inf report is outside the support
+        res = logp_kernel(safe, n, p, epsilon, sensitivity)
+        res = _ninf_where_not(finite, res)
+        return _binomial_checks(res, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logcdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(log_cdfs, value, n, p, epsilon, sensitivity)
+
+    @_floatx_out
+    def logccdf(value, n, p, epsilon, sensitivity):
+        return _count_cdf(log_cdfs, value, n, p, epsilon, sensitivity, tail=True)
+
+    return support_point, logp, logcdf, logccdf
 
 
 def _validate_binomial(n, p, epsilon, sensitivity, kwargs):
@@ -220,26 +242,9 @@ class LaplaceNoisyBinomial(_NoImputeContinuous):
         _validate_binomial(n, p, epsilon, sensitivity, kwargs)
         return super().dist([n, p, epsilon, sensitivity], **kwargs)
 
-    def support_point(rv, size, n, p, epsilon, sensitivity):
-        return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=False)
-
-    @_floatx_out
-    def logp(value, n, p, epsilon, sensitivity):
-        _check_batch_of(value, n=n, p=p, epsilon=epsilon, sensitivity=sensitivity)
-        finite, safe = _finite_reports(value)  # a NaN/inf report is outside the support
-        res = cmath.binomial_laplace_logp(safe, n, p, epsilon, sensitivity)
-        res = _ninf_where_not(finite, res)
-        return _binomial_checks(res, n, p, epsilon, sensitivity)
-
-    @_floatx_out
-    def logcdf(value, n, p, epsilon, sensitivity):
-        return _count_cdf(cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity)
-
-    @_floatx_out
-    def logccdf(value, n, p, epsilon, sensitivity):
-        return _count_cdf(
-            cmath.binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity, tail=True
-        )
+    support_point, logp, logcdf, logccdf = _binomial_methods(
+        cmath.binomial_laplace_logp, cmath.binomial_laplace_log_cdfs, clamp=False
+    )
 
     icdf = _refuse("LaplaceNoisyBinomial", "icdf", _NO_ICDF)
 
@@ -259,27 +264,9 @@ class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
         _validate_binomial(n, p, epsilon, sensitivity, kwargs)
         return super().dist([n, p, epsilon, sensitivity], **kwargs)
 
-    def support_point(rv, size, n, p, epsilon, sensitivity):
-        return _binomial_support_point(size, n, p, epsilon, sensitivity, clamp=True)
-
-    @_floatx_out
-    def logp(value, n, p, epsilon, sensitivity):
-        _check_batch_of(value, n=n, p=p, epsilon=epsilon, sensitivity=sensitivity)
-        finite, safe = _finite_reports(value)
-        res = cmath.clamped_binomial_laplace_logp(safe, n, p, epsilon, sensitivity)
-        res = _ninf_where_not(finite, res)
-        return _binomial_checks(res, n, p, epsilon, sensitivity)
-
-    @_floatx_out
-    def logcdf(value, n, p, epsilon, sensitivity):
-        return _count_cdf(
-            cmath.clamped_binomial_laplace_log_cdfs, value, n, p, epsilon, sensitivity
-        )
-
-    @_floatx_out
-    def logccdf(value, n, p, epsilon, sensitivity):
-        fn = cmath.clamped_binomial_laplace_log_cdfs
-        return _count_cdf(fn, value, n, p, epsilon, sensitivity, tail=True)
+    support_point, logp, logcdf, logccdf = _binomial_methods(
+        cmath.clamped_binomial_laplace_logp, cmath.clamped_binomial_laplace_log_cdfs, clamp=True
+    )
 
     icdf = _refuse("ClampedLaplaceNoisyBinomial", "icdf", _NO_ICDF)
 

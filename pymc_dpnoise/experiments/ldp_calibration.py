@@ -83,9 +83,7 @@ class ClippedNormalSBC(_ClippedSBC):
     alpha: float = 4.0
     beta: float = 2.0
 
-    @property
-    def param_names(self):
-        return ("mu", "sigma")
+    param_names = ("mu", "sigma")
 
     def simulate(self, rng):
         from ..mechanisms import perturb_clipped
@@ -116,9 +114,7 @@ class ClippedExponentialSBC(_ClippedSBC):
     alpha: float = 2.0
     beta: float = 2.0
 
-    @property
-    def param_names(self):
-        return ("lam",)
+    param_names = ("lam",)
 
     def simulate(self, rng):
         from ..mechanisms import perturb_clipped_exponential
