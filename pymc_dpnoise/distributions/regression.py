@@ -37,6 +37,7 @@ from ._common import (
     _check_value_batch,
     _check_value_width,
     _cov_or_chol,
+    _data_source,
     _f64,
     _finite_reports,
     _floatx_out,
@@ -776,9 +777,31 @@ class PerturbedLogReg(_RegressionReports):
         return _support_point(size, d, theta[..., 0], cov[..., 0, 0], sigma_x[..., 0], epsilon_y)
 
 
+def _logreg_block_rows(value, theta, cov, sigma_x, epsilon_y):
+    """Block size for the label term (0: one pass), from the number of reports known now.
+
+    The static shape of the reports (observed arrays) or, for ``pm.Data``, the container's
+    current length: ``pm.set_data`` may change it later, which only changes the memory, not
+    the value (both paths are exact for every N).  One parameter set and one matrix of
+    reports only (batched models keep the one-pass graph).
+    """
+    value = pt.as_tensor_variable(value)
+    params = [pt.as_tensor_variable(x) for x in (theta, cov, sigma_x, epsilon_y)]
+    if value.ndim != 2 or [x.ndim for x in params] != [1, 2, 1, 0]:
+        return 0
+    n = value.type.shape[0]
+    if n is None:
+        source = _data_source(value)
+        n = None if source is None else np.shape(source.get_value(borrow=True))[0]
+    return rmath.BLOCK_ROWS if n is not None and n >= rmath.BLOCK_THRESHOLD else 0
+
+
 @_logprob.register(PerturbedLogRegRV)
 def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilon_y, **kwargs):
     (value,) = values
+    block_rows = 0
+    if op.approximation == "quadrature":
+        block_rows = _logreg_block_rows(value, theta, cov, sigma_x, epsilon_y)
     finite, value = _checked_reports(
         value, theta, cov=(cov, 2), sigma_x=(sigma_x, 1), epsilon_y=(epsilon_y, 0)
     )
@@ -792,6 +815,7 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         degree=op.degree,
         interval=op.interval,
         nodes=op.nodes,
+        block_rows=block_rows,
     )
     res = _ninf_where_not(finite, res)
     res = maybe_resize(res, size)
