@@ -40,6 +40,20 @@ constant across rows, under ``switch``/parameter checks) into :math:`\mathrm{sum
 W^T W)`.  When ``W`` is a constant (observed data in a ``pm.Model``), :math:`W^T W` is folded at
 compile time, so the summed log density and its gradient cost O(d³) whatever N is.  The
 rewrite is exact; it fires only when ``W`` depends on constants and shared variables alone.
+It also takes the Gaussian factor :math:`N(z_x; 0, \Sigma + \Sigma_*)` of the logistic model.
+
+Memory that grows only linearly with N (logistic label term)
+------------------------------------------------------------
+The logistic model's label factor has no such summary: it depends on each report through
+:math:`z_x^T\beta` with :math:`\beta` a function of :math:`\theta`, so the reports cannot be
+reduced to statistics (or binned) before :math:`\theta` is known, except for d = 1.  Its
+quadrature evaluates ``2 * nodes`` terms per report; evaluated in one pass that is several
+(N, nodes) arrays in the value and its gradient (about 2 kB per report with 40 nodes: 2.5 GB
+peak at 10⁶ reports).  :func:`perturbed_logreg_logp` can instead evaluate it by a ``scan``
+over blocks of reports (``block_rows``; automatic from :data:`BLOCK_THRESHOLD` reports in
+:class:`~pymc_dpnoise.distributions.regression.PerturbedLogReg`), which bounds the working
+memory to one block and keeps O(N) per-report vectors (1.6 GB peak at 10⁷ reports,
+``benchmarks/memory_budgets.py``); the result is the same to rounding.
 """
 
 from __future__ import annotations
