@@ -858,3 +858,33 @@ def test_blocks_numba_and_jax_agree_with_the_one_pass_graph(monkeypatch):
         lp, grad = fn(point)
         assert abs(lp - ref[0]) <= 1e-12 * abs(ref[0]), mode
         np.testing.assert_allclose(grad, ref[1], rtol=1e-10, err_msg=str(mode))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
+def test_blocks_sample_with_every_nuts_sampler(monkeypatch, sampler):
+    """pm.sample runs the blocked model with each NUTS sampler; the per-report log-likelihood
+    for LOO keeps one column per report."""
+    monkeypatch.setattr(rmath, "BLOCK_THRESHOLD", 50)
+    monkeypatch.setattr(rmath, "BLOCK_ROWS", 64)
+    p = dict(theta=[1.0, -0.5], cov=np.array([[1.0, 0.3], [0.3, 2.0]]), sigma_x=[0.5, 0.8])
+    z = logreg_simulate(np.random.default_rng(3), dict(p, epsilon_y=1.0), 300)
+    model = _regression_model(z, logistic=True)
+    assert _has_scan(model.compile_dlogp().f)
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pm.sample(
+            300,
+            tune=300,
+            chains=2,
+            cores=1,
+            nuts_sampler=sampler,
+            random_seed=1,
+            progressbar=False,
+        )
+        pm.compute_log_likelihood(idata, progressbar=False)
+    post = idata.posterior["theta"].values.reshape(-1, 2)
+    assert np.all(np.isfinite(post))
+    zscore = (post.mean(0) - p["theta"]) / post.std(0)
+    assert np.all(np.abs(zscore) < 4), zscore
+    assert idata.log_likelihood["obs"].shape == (2, 300, 300)
