@@ -873,15 +873,8 @@ def test_blocks_sample_with_every_nuts_sampler(monkeypatch, sampler):
     assert _has_scan(model.compile_dlogp().f)
     with model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        idata = pm.sample(
-            300,
-            tune=300,
-            chains=2,
-            cores=1,
-            nuts_sampler=sampler,
-            random_seed=1,
-            progressbar=False,
-        )
+        opts = dict(tune=300, chains=2, cores=1, random_seed=1, progressbar=False)
+        idata = pm.sample(300, nuts_sampler=sampler, **opts)
         pm.compute_log_likelihood(idata, progressbar=False)
     post = idata.posterior["theta"].values.reshape(-1, 2)
     assert np.all(np.isfinite(post))
