@@ -731,7 +731,7 @@ def _has_scan(fn):
     return any(isinstance(n.op, Scan) for n in fn.maker.fgraph.apply_nodes)
 
 
-@pytest.mark.parametrize("n", [40, 35, 3])  # ragged last block, whole blocks, below one block
+@pytest.mark.parametrize("n", [40, 35, 3, 0])  # ragged last block, whole blocks, < 1 block, none
 def test_blocks_equal_one_pass_value_and_gradient(block_fns, n):
     assert _has_scan(block_fns["blocks"]) and not _has_scan(block_fns["one"])
     rng = np.random.default_rng(n)
@@ -747,7 +747,7 @@ def test_blocks_equal_one_pass_value_and_gradient(block_fns, n):
         d = theta.size
         labels = rng.integers(0, 2, size=n).astype(float)
         value = np.column_stack([rng.normal(size=(n, d)) * 3.0, labels])
-        value[0, :d] = 1e3  # far tail
+        value[:1, :d] = 1e3  # far tail
         if n > 5:
             value[[1, 4], -1] = [0.5, 2.0]  # labels outside {0, 1}
         one = block_fns["one"](value, theta, cov, sx, eps)
