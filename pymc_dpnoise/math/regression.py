@@ -463,9 +463,10 @@ def perturbed_logreg_logp(
 #: Numba flat from 512 to 4096)
 BLOCK_ROWS = 2048
 #: from this many reports on, the label term is evaluated block by block by default: below,
-#: one pass costs at most ~0.2 GB more (2 kB per report), compiles faster in Numba (the
-#: scan adds ~20 s of JIT to the first evaluation) and was no slower; at 1e6 reports one pass
-#: peaks at 2.5 GB and is slower than blocks (benchmarks/memory_budgets.py)
+#: one pass costs at most ~0.2 GB more (2 kB per report) and compiles faster in Numba (the
+#: scan adds 5-20 s of JIT to the first evaluation, depending on the load), while the time
+#: per evaluation is the same within the noise at 1e5-2e5 reports; at 1e6 reports one pass
+#: peaks at 2.5 GB and takes 1.3x as long as blocks (benchmarks/memory_budgets.py)
 BLOCK_THRESHOLD = 100_000
 
 
