@@ -15,15 +15,26 @@ Cases
   ``OUELikelihood(observed=patterns, counts=counts)``.  The compression runs in the child
   and is counted.
 * ``oue_dense``: the same reports given row by row (no compression), for comparison.
-* ``logreg_dense``: ``PerturbedLogReg`` (d = 2, default quadrature) on the reports row by row.
-  It has no summary path (the label term depends on every row's features through
-  :math:`\\theta^T h_i`), so its peak grows linearly in N; the sizes run here stay far below
-  the machine's memory and the 10⁷ figure is the linear extrapolation, stated as such.
+* ``logreg_onepass``: ``PerturbedLogReg`` (d = 2, default quadrature) on the reports row by
+  row with the label term evaluated in one pass over all reports (the graph used below
+  ``BLOCK_THRESHOLD`` reports, forced here by raising the threshold): several (N, 40) arrays
+  in the value and gradient, about 2 kB per report.
+* ``logreg_blocks``: the same model with the default choice, which from
+  ``BLOCK_THRESHOLD`` = 10⁵ reports on evaluates the label term by a ``scan`` over blocks of
+  ``BLOCK_ROWS`` reports (:func:`pymc_dpnoise.math.regression.perturbed_logreg_logp`).
+  There is no exact summary of these reports (the label term depends on every row through
+  :math:`z_x^T\beta(\theta)`), so memory still grows with N, but only by O(N) vectors.
+
+Each child also times ``repeat`` further logp + gradient evaluations after the first (the
+first includes Numba's JIT compilation, or loading it from Numba's cache): ``eval_s`` is the
+first, ``steady_s`` the mean of the others.
 
 Command (from the repository root)::
 
-    .venv/bin/python benchmarks/memory_budgets.py          # about 6 minutes here
+    .venv/bin/python benchmarks/memory_budgets.py          # about 30 minutes here
     .venv/bin/python benchmarks/memory_budgets.py --quick  # smaller sizes, smoke run
+    # re-run only some cases; the other rows are kept from the previous results JSON
+    .venv/bin/python benchmarks/memory_budgets.py --cases logreg_onepass logreg_blocks
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ sys.path.insert(0, str(HERE))
 
 from _common import machine_info, md_table, write_results  # noqa: E402
 
+RESULTS_JSON = HERE / "results" / "memory_budgets.json"
 K = 16
 D = 2
 BUDGET_MB = 2048
@@ -68,7 +80,11 @@ def child(case: str, path: str) -> dict:
     import pymc as pm
 
     import pymc_dpnoise as pmd
+    from pymc_dpnoise.math import regression as rmath
     from pymc_dpnoise.mechanisms import compress_reports
+
+    if case == "logreg_onepass":
+        rmath.BLOCK_THRESHOLD = np.iinfo(np.int64).max  # force the one-pass graph
 
     out = {"import_peak_mb": _peak_mb()}
     if case == "baseline":
@@ -104,6 +120,17 @@ def child(case: str, path: str) -> dict:
     g = dlogp(point)
     out["grad_finite"] = bool(np.all(np.isfinite(g)))
     out["eval_s"] = time.perf_counter() - t3
+    if case.startswith("logreg"):
+        from pytensor.scan.op import Scan
+
+        nodes = dlogp.f.maker.fgraph.apply_nodes
+        out["blocked"] = any(isinstance(n.op, Scan) for n in nodes)
+    repeat = 3 if out["n_reports"] <= 10**6 else 1
+    t4 = time.perf_counter()
+    for _ in range(repeat):
+        logp(point)
+        dlogp(point)
+    out["steady_s"] = (time.perf_counter() - t4) / repeat
     out["total_s"] = time.perf_counter() - t0
     out["peak_mb"] = _peak_mb()
     return out
@@ -149,9 +176,19 @@ def run_child(case: str, n: int, tmp: str) -> dict:
     return res
 
 
+CASES = ("oue_patterns", "oue_dense", "logreg_onepass", "logreg_blocks")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--cases",
+        nargs="+",
+        choices=CASES,
+        help="run only these cases (and the baseline); the rows of the other cases are "
+        "copied from the previous results JSON, marked as such",
+    )
     ap.add_argument("--child", nargs=2, metavar=("CASE", "PATH"))
     args = ap.parse_args()
     if args.child:
@@ -160,15 +197,28 @@ def main():
     t_start = time.perf_counter()
     info = machine_info()
     if args.quick:
-        plan = [("baseline", 0), ("oue_patterns", 10**5), ("oue_dense", 10**5)]
-        plan += [("logreg_dense", 10**4), ("logreg_dense", 10**5)]
+        plan = [("oue_patterns", 10**5), ("oue_dense", 10**5)]
+        plan += [("logreg_onepass", 10**4), ("logreg_onepass", 10**5)]
+        plan += [("logreg_blocks", 10**5), ("logreg_blocks", 3 * 10**5)]
     else:
-        plan = [("baseline", 0), ("oue_patterns", 10**7), ("oue_dense", 10**6)]
-        plan += [("logreg_dense", 10**5), ("logreg_dense", 3 * 10**5), ("logreg_dense", 10**6)]
+        plan = [("oue_patterns", 10**7), ("oue_dense", 10**6)]
+        plan += [("logreg_onepass", n) for n in (10**5, 3 * 10**5, 10**6)]
+        plan += [("logreg_blocks", n) for n in (10**5, 10**6, 3 * 10**6, 10**7)]
+    previous = []
+    if args.cases:
+        plan = [(c, n) for c, n in plan if c in args.cases]
+        old = RESULTS_JSON.read_text() if RESULTS_JSON.exists() else None
+        if old is not None:
+            old = json.loads(old)
+            started = old.get("machine", {}).get("started", "?")
+            for r in old["rows"]:
+                if r["case"] in CASES and r["case"] not in args.cases:
+                    previous.append({**r, "run": f"previous ({started})"})
     rows = []
     with tempfile.TemporaryDirectory(prefix="pmd_mem_") as tmp:
-        for case, n in plan:
+        for case, n in [("baseline", 0), *plan]:
             r = run_child(case, n, tmp)
+            r["run"] = "this"
             print(r, flush=True)
             rows.append(r)
     base = next(r["peak_mb"] for r in rows if r["case"] == "baseline")
@@ -176,17 +226,21 @@ def main():
         if "peak_mb" in r:
             r["over_baseline_mb"] = r["peak_mb"] - base
             r["within_2gb"] = r["peak_mb"] <= BUDGET_MB
-    # linear extrapolation of the dense logistic regression to 10^7 reports
-    lr = [r for r in rows if r["case"] == "logreg_dense" and "peak_mb" in r]
+    rows = rows[:1] + previous + rows[1:]
     extra = {}
-    if len(lr) >= 2:
-        ns = np.array([r["n"] for r in lr], dtype=float)
-        mb = np.array([r["peak_mb"] for r in lr])
-        slope, icpt = np.polyfit(ns, mb, 1)
-        extra = {
-            "logreg_bytes_per_report": slope * 2**20 / 1.0,
-            "logreg_peak_mb_at_1e7_extrapolated": slope * 1e7 + icpt,
-        }
+    for case in ("logreg_onepass", "logreg_blocks"):
+        lr = [r for r in rows if r["case"] == case and "peak_mb" in r]
+        if len(lr) >= 2:
+            ns = np.array([r["n"] for r in lr], dtype=float)
+            mb = np.array([r["peak_mb"] for r in lr])
+            slope, icpt = np.polyfit(ns, mb, 1)
+            extra[f"{case}_bytes_per_report"] = slope * 2**20
+            extra[f"{case}_peak_mb_at_1e7_linear_fit"] = slope * 1e7 + icpt
+    at = {r["case"]: r for r in rows if r.get("n") == 10**6 and "steady_s" in r}
+    if "logreg_onepass" in at and "logreg_blocks" in at:
+        extra["logreg_steady_s_ratio_blocks_over_onepass_at_1e6"] = (
+            at["logreg_blocks"]["steady_s"] / at["logreg_onepass"]["steady_s"]
+        )
     cols = [
         ("case", "case"),
         ("n", "reports"),
@@ -196,22 +250,45 @@ def main():
         ("within_2gb", "≤ 2 GB"),
         ("compile_s", "compile (s)"),
         ("eval_s", "first logp + grad (s, incl. Numba JIT)"),
+        ("steady_s", "later logp + grad (s)"),
         ("grad_finite", "finite gradient"),
+        ("blocked", "scan over blocks"),
+        ("run", "run"),
         ("error", "error"),
     ]
     body = "# Memory budgets (issue 17, point 5)\n\n"
     body += (
         "Peak resident set size of one subprocess that builds the model, compiles logp and "
         "its gradient, and evaluates both once (reports loaded from a file; the release "
-        "simulation is not counted; `baseline` = the interpreter with PyMC imported).\n\n"
+        "simulation is not counted; `baseline` = the interpreter with PyMC imported).  "
+        "`later logp + grad` is the mean time of further evaluations (3 up to 10⁶ reports, "
+        "1 above).\n\n"
     )
-    body += md_table(rows, cols) + "\n"
-    if extra:
+    if previous:
         body += (
-            f"`PerturbedLogReg` (row by row, no summary path): about "
-            f"{extra['logreg_bytes_per_report'] / 1024:.1f} kB per report; the linear fit "
-            f"through the measured sizes gives **{extra['logreg_peak_mb_at_1e7_extrapolated']:,.0f} MB "
-            f"at 10⁷ reports** (extrapolated, not run: over the 2 GB budget).\n"
+            "Rows marked `previous (...)` were not re-run here (`--cases` "
+            f"{' '.join(args.cases)}): they are copied from the previous results file, "
+            "with that run's baseline.\n\n"
+        )
+    body += md_table(rows, cols) + "\n"
+    if "logreg_onepass_bytes_per_report" in extra:
+        body += (
+            f"`PerturbedLogReg`, label term in one pass: about "
+            f"{extra['logreg_onepass_bytes_per_report'] / 1024:.1f} kB per report; the linear "
+            f"fit through the measured sizes gives "
+            f"{extra['logreg_onepass_peak_mb_at_1e7_linear_fit']:,.0f} MB at 10⁷ reports "
+            "(extrapolated, not run).\n"
+        )
+    if "logreg_blocks_bytes_per_report" in extra:
+        body += (
+            f"`PerturbedLogReg`, label term over blocks (the default from 10⁵ reports): "
+            f"about {extra['logreg_blocks_bytes_per_report']:.0f} bytes per report "
+            "(linear fit through the measured sizes).\n"
+        )
+    if "logreg_steady_s_ratio_blocks_over_onepass_at_1e6" in extra:
+        body += (
+            "Time per logp + gradient at 10⁶ reports, blocks / one pass (same run): "
+            f"{extra['logreg_steady_s_ratio_blocks_over_onepass_at_1e6']:.2f}.\n"
         )
     write_results("memory_budgets", info, body, {"rows": rows, **extra}, t_start)
 

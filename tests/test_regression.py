@@ -30,7 +30,9 @@ from cases.regression import (
     logreg_logp_ref,
     logreg_simulate,
 )
+from compile_modes import TEST_MODE
 from pytensor.graph.basic import Constant
+from pytensor.scan.op import Scan
 from scipy import integrate, special, stats
 
 from pymc_dpnoise.baselines.regression import ldp_sgd, ldp_sgd_group_size
@@ -130,20 +132,28 @@ def test_linreg_paper_factorisation_equals_joint_gaussian():
     np.testing.assert_allclose(got, paper, rtol=1e-11)
 
 
-def _linreg_model(z, observed_as_data=False):
+def _regression_model(z, observed_as_data=False, *, logistic=False):
+    """theta ~ N(0, 5²), sigma ~ HalfNormal(1): linear regression with noise sd sigma, or
+    logistic regression with feature covariance sigma² [[1, 0.3], [0.3, 2]]."""
     with pm.Model() as model:
         theta = pm.Normal("theta", 0.0, 5.0, shape=2)
         sigma = pm.HalfNormal("sigma", 1.0)
         obs = pm.Data("z", z) if observed_as_data else z
-        PerturbedLinReg(
-            "obs",
-            theta=theta,
-            sigma=sigma,
-            cov=LIN_TYPICAL["cov"],
-            sigma_x=0.5,
-            sigma_y=0.4,
-            observed=obs,
-        )
+        if logistic:
+            cov = np.array([[1.0, 0.3], [0.3, 2.0]]) * sigma**2
+            PerturbedLogReg(
+                "obs", theta=theta, cov=cov, sigma_x=[0.5, 0.8], epsilon_y=1.0, observed=obs
+            )
+        else:
+            PerturbedLinReg(
+                "obs",
+                theta=theta,
+                sigma=sigma,
+                cov=LIN_TYPICAL["cov"],
+                sigma_x=0.5,
+                sigma_y=0.4,
+                observed=obs,
+            )
     return model
 
 
@@ -152,7 +162,7 @@ def test_linreg_summed_logp_uses_scatter_matrix_and_pointwise_stays_per_report()
     left in the compiled graph); the pointwise log-likelihood is still one value per report."""
     n = 5_000
     z = linreg_simulate(np.random.default_rng(1), LIN_TYPICAL, n)
-    model = _linreg_model(z)
+    model = _regression_model(z)
     point = {"theta": np.array([0.8, -0.2]), "sigma_log__": np.log(0.5)}
     f = model.compile_logp(jacobian=False, sum=True)
     g = model.compile_dlogp(jacobian=False)
@@ -187,7 +197,7 @@ def test_linreg_summed_logp_uses_scatter_matrix_and_pointwise_stays_per_report()
     assert pw.shape == (n,)
     np.testing.assert_allclose(pw, linreg_logp_ref(z, **params), rtol=1e-10)
     # observed through pm.Data gives the same value
-    f2 = _linreg_model(z, observed_as_data=True).compile_logp(jacobian=False)
+    f2 = _regression_model(z, True).compile_logp(jacobian=False)
     assert abs(f2(point) - f(point)) <= 1e-10 * abs(ref)
 
 
@@ -690,3 +700,184 @@ def test_nuts_recovers_theta(which):
     zscore = (post.mean(0) - p["theta"]) / post.std(0)
     assert np.all(np.abs(zscore) < 4), zscore
     assert int(tr.sample_stats["diverging"].sum()) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# PerturbedLogReg over blocks of reports (issue 17, point 5: bounded working memory).
+#
+# From BLOCK_THRESHOLD reports on, the quadrature label term is evaluated by a scan over
+# blocks of BLOCK_ROWS reports instead of one pass over all reports.  The reference is the
+# one-pass graph (checked against independent references above): values and gradients agree
+# to rounding, per report, with a ragged last block, fewer reports than one block, and labels
+# outside {0, 1}.  The thresholds are lowered with monkeypatch so that the models stay small;
+# the peak memory at 10^6 and 10^7 reports is measured in benchmarks/memory_budgets.py.
+# --------------------------------------------------------------------------------------------
+
+BLOCK = 7
+
+
+@pytest.fixture(scope="module")
+def block_fns():
+    """Per-report logp and the gradient of its sum, one pass and over blocks of 7 rows."""
+    out = {}
+    for name, block in (("one", 0), ("blocks", BLOCK)):
+        lp, _ = rmath.perturbed_logreg_logp(_V, _TH, _COV, _SX, _EPS, block_rows=block)
+        grads = pt.grad(pt.sum(lp), [_TH, _COV, _SX, _EPS])
+        out[name] = pytensor.function([_V, _TH, _COV, _SX, _EPS], [lp, *grads], mode=TEST_MODE)
+    return out
+
+
+def _has_scan(fn):
+    return any(isinstance(n.op, Scan) for n in fn.maker.fgraph.apply_nodes)
+
+
+@pytest.mark.parametrize("n", [40, 35, 3, 0])  # ragged last block, whole blocks, < 1 block, none
+def test_blocks_equal_one_pass_value_and_gradient(block_fns, n):
+    assert _has_scan(block_fns["blocks"]) and not _has_scan(block_fns["one"])
+    rng = np.random.default_rng(n)
+    cases = [
+        # Gauss-Hermite regime (sd of u <= 1.5), d = 2
+        (np.array([1.2, -2.0]), np.array([[1.0, 0.2], [0.2, 0.6]]), np.array([0.4, 1.1]), 1.3),
+        # Gauss-Laguerre regime (sd of u > 1.5), d = 3, strong labels noise
+        (np.array([8.0, -6.0, 3.0]), np.eye(3) * 2.0, np.array([3.0, 2.0, 5.0]), 0.2),
+        # d = 1, v = 0 (theta = 0)
+        (np.array([0.0]), np.eye(1), np.array([0.5]), 2.0),
+    ]
+    for theta, cov, sx, eps in cases:
+        d = theta.size
+        labels = rng.integers(0, 2, size=n).astype(float)
+        value = np.column_stack([rng.normal(size=(n, d)) * 3.0, labels])
+        value[:1, :d] = 1e3  # far tail
+        if n > 5:
+            value[[1, 4], -1] = [0.5, 2.0]  # labels outside {0, 1}
+        one = block_fns["one"](value, theta, cov, sx, eps)
+        blk = block_fns["blocks"](value, theta, cov, sx, eps)
+        assert one[0].shape == blk[0].shape == (n,)
+        np.testing.assert_array_equal(np.isneginf(blk[0]), np.isneginf(one[0]))
+        if n > 5:
+            assert (
+                np.isneginf(blk[0][[1, 4]]).all() and np.isfinite(np.delete(blk[0], [1, 4])).all()
+            )
+        fin = np.isfinite(one[0])
+        np.testing.assert_allclose(blk[0][fin], one[0][fin], rtol=1e-12)
+        for a, b in zip(blk[1:], one[1:], strict=True):
+            assert np.all(np.isfinite(a))
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-11)
+
+
+def test_block_rows_refuses_batched_parameters():
+    with pytest.raises(ValueError, match="block_rows"):
+        rmath.perturbed_logreg_logp(_V, pt.dmatrix("th"), _COV, _SX, _EPS, block_rows=BLOCK)
+    with pytest.raises(ValueError, match="block_rows"):
+        rmath.perturbed_logreg_logp(_V, _TH, _COV, _SX, _EPS, block_rows=-1)
+
+
+def _model_fn(model):
+    """Summed logp, its gradient and the per-report logp in one compiled function."""
+    outs = [model.logp(), model.dlogp(), model.logp(vars=[model["obs"]], sum=False)[0]]
+    return model.compile_fn(outs, inputs=model.value_vars, mode=TEST_MODE)
+
+
+def test_model_switches_to_blocks_and_keeps_per_report_logp(monkeypatch):
+    """Above the threshold the model's logp uses the scan, with the same value, gradient and
+    per-report logp (for LOO); the quadrature's (rows, nodes) arrays stay inside the loop."""
+    n, block = 100, 16
+    z = logreg_simulate(
+        np.random.default_rng(3),
+        dict(
+            theta=[1.0, -0.5],
+            cov=np.array([[1.0, 0.3], [0.3, 2.0]]),
+            sigma_x=[0.5, 0.8],
+            epsilon_y=1.0,
+        ),
+        n,
+    )
+    point = {"theta": np.array([0.7, -1.2]), "sigma_log__": np.log(1.3)}
+    ref = _model_fn(_regression_model(z, logistic=True))  # default threshold: one pass
+    assert not _has_scan(ref.f)
+    monkeypatch.setattr(rmath, "BLOCK_THRESHOLD", 50)
+    monkeypatch.setattr(rmath, "BLOCK_ROWS", block)
+    blk = _model_fn(_regression_model(z, logistic=True))
+    assert _has_scan(blk.f)
+    (scan,) = [node for node in blk.f.maker.fgraph.apply_nodes if isinstance(node.op, Scan)]
+    # sequences are per-report vectors cut in blocks (n_blocks, block); a (n_blocks, block,
+    # nodes) input would mean the quadrature was hoisted out of the loop
+    assert max(i.ndim for i in scan.inputs) <= 2, [i.type for i in scan.inputs]
+    r, b = ref(point), blk(point)
+    assert abs(b[0] - r[0]) <= 1e-12 * abs(r[0])
+    np.testing.assert_allclose(b[1], r[1], rtol=1e-10)
+    assert b[2].shape == (n,)
+    np.testing.assert_allclose(b[2], r[2], rtol=1e-12)
+    # control: without the opaque spread op, PyTensor's scan_push_out_seq hoists the
+    # quadrature out of the loop (the check above can fail)
+    monkeypatch.setattr(rmath, "_spread_over_nodes", lambda m, nodes: m[:, None])
+    hoisted = _model_fn(_regression_model(z, logistic=True))
+    (scan,) = [node for node in hoisted.f.maker.fgraph.apply_nodes if isinstance(node.op, Scan)]
+    assert max(i.ndim for i in scan.inputs) == 3
+
+
+def test_data_container_uses_its_current_length(monkeypatch):
+    """``pm.Data`` reports (no static length): the choice follows the container's length when
+    the logp is built; after ``pm.set_data`` to fewer reports than one block it is still exact."""
+    monkeypatch.setattr(rmath, "BLOCK_THRESHOLD", 50)
+    monkeypatch.setattr(rmath, "BLOCK_ROWS", 16)
+    p = dict(theta=[1.0, -0.5], cov=np.eye(2), sigma_x=[0.5, 0.8], epsilon_y=1.0)
+    z = logreg_simulate(np.random.default_rng(5), p, 60)
+    model = _regression_model(z, True, logistic=True)
+    fn = _model_fn(model)
+    assert _has_scan(fn.f)
+    point = {"theta": np.array([0.3, 0.9]), "sigma_log__": np.log(0.8)}
+    monkeypatch.setattr(rmath, "BLOCK_THRESHOLD", 10**9)
+    ref_model = _regression_model(z, True, logistic=True)  # reference: one pass
+    ref = _model_fn(ref_model)
+    assert not _has_scan(ref.f)
+    for rows in (60, 5):
+        for m in (model, ref_model):
+            with m:
+                pm.set_data({"z": z[:rows]})
+        out, exp = fn(point), ref(point)
+        assert out[2].shape == (rows,)
+        assert abs(out[0] - exp[0]) <= 1e-12 * abs(exp[0])
+        np.testing.assert_allclose(out[1], exp[1], rtol=1e-10)
+        np.testing.assert_allclose(out[2], exp[2], rtol=1e-12)
+
+
+@pytest.mark.backend
+def test_blocks_numba_and_jax_agree_with_the_one_pass_graph(monkeypatch):
+    """The blocked model compiles and agrees under Numba (default) and JAX (and C)."""
+    p = dict(theta=[1.0, -0.5], cov=np.eye(2), sigma_x=[0.5, 0.8], epsilon_y=1.0)
+    z = logreg_simulate(np.random.default_rng(9), p, 70)
+    point = {"theta": np.array([0.7, -1.2]), "sigma_log__": np.log(1.3)}
+    ref = _model_fn(_regression_model(z, logistic=True))(point)  # TEST_MODE, one pass
+    monkeypatch.setattr(rmath, "BLOCK_THRESHOLD", 50)
+    monkeypatch.setattr(rmath, "BLOCK_ROWS", 16)
+    model = _regression_model(z, logistic=True)
+    outs = [model.logp(), model.dlogp()]
+    for mode in (None, "JAX", "FAST_RUN"):
+        fn = model.compile_fn(outs, inputs=model.value_vars, mode=mode)
+        lp, grad = fn(point)
+        assert abs(lp - ref[0]) <= 1e-12 * abs(ref[0]), mode
+        np.testing.assert_allclose(grad, ref[1], rtol=1e-10, err_msg=str(mode))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
+def test_blocks_sample_with_every_nuts_sampler(monkeypatch, sampler):
+    """pm.sample runs the blocked model with each NUTS sampler; the per-report log-likelihood
+    for LOO keeps one column per report."""
+    monkeypatch.setattr(rmath, "BLOCK_THRESHOLD", 50)
+    monkeypatch.setattr(rmath, "BLOCK_ROWS", 64)
+    p = dict(theta=[1.0, -0.5], cov=np.array([[1.0, 0.3], [0.3, 2.0]]), sigma_x=[0.5, 0.8])
+    z = logreg_simulate(np.random.default_rng(3), dict(p, epsilon_y=1.0), 300)
+    model = _regression_model(z, logistic=True)
+    assert _has_scan(model.compile_dlogp().f)
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opts = dict(tune=300, chains=2, cores=1, random_seed=1, progressbar=False)
+        idata = pm.sample(300, nuts_sampler=sampler, **opts)
+        pm.compute_log_likelihood(idata, progressbar=False)
+    post = idata.posterior["theta"].values.reshape(-1, 2)
+    assert np.all(np.isfinite(post))
+    zscore = (post.mean(0) - p["theta"]) / post.std(0)
+    assert np.all(np.abs(zscore) < 4), zscore
+    assert idata.log_likelihood["obs"].shape == (2, 300, 300)

@@ -37,6 +37,7 @@ from ._common import (
     _check_value_batch,
     _check_value_width,
     _cov_or_chol,
+    _data_source,
     _f64,
     _finite_reports,
     _floatx_out,
@@ -673,6 +674,19 @@ class PerturbedLogReg(_RegressionReports):
       for :math:`|\theta^T h| \le 2`, sd ≤ 1; degree 13 on (-6, 6) by 5e-4.  Outside the
       interval the polynomial diverges (errors up to 1).  Provided to reproduce the paper.
 
+    Many reports.  There is no exact summary of the reports for this likelihood (unlike
+    :class:`PerturbedLinRegSummary`): the label factor depends on each report through
+    :math:`\theta^T h = z_x^T\beta` with :math:`\beta` a function of :math:`\theta`, so the
+    reports cannot be compressed or binned before :math:`\theta` is known (except for d = 1).
+    The quadrature costs ``2 * nodes`` terms per report; from
+    ``pymc_dpnoise.math.regression.BLOCK_THRESHOLD`` (10⁵) reports on, with one parameter set,
+    they are evaluated by a ``scan`` over blocks of ``BLOCK_ROWS`` reports, so that the working
+    memory stays bounded: about 0.7 GB peak (PyMC and Numba included) at 10⁶ reports and
+    1.6 GB at 10⁷, against 2.5 GB at 10⁶ in one pass (``benchmarks/memory_budgets.py``).  The
+    value and gradient are the same to rounding, ``logp`` still returns one value per report
+    (for ``pm.compute_log_likelihood`` and LOO), and every backend and NUTS sampler runs it;
+    the first evaluation spends 5-20 s more in Numba's compiler.
+
     ========  ==============================================================
     Support   :math:`z_x \in \mathbb{R}^d`, :math:`z_y \in \{0, 1\}` (one report per row)
     Mean      :math:`E[z_x] = 0`, :math:`m = E[z_y] = (1 - \rho) + (2\rho - 1)\,
@@ -776,9 +790,31 @@ class PerturbedLogReg(_RegressionReports):
         return _support_point(size, d, theta[..., 0], cov[..., 0, 0], sigma_x[..., 0], epsilon_y)
 
 
+def _logreg_block_rows(value, theta, cov, sigma_x, epsilon_y):
+    """Block size for the label term (0: one pass), from the number of reports known now.
+
+    The static shape of the reports (observed arrays) or, for ``pm.Data``, the container's
+    current length: ``pm.set_data`` may change it later, which only changes the memory, not
+    the value (both paths are exact for every N).  One parameter set and one matrix of
+    reports only (batched models keep the one-pass graph).
+    """
+    value = pt.as_tensor_variable(value)
+    params = [pt.as_tensor_variable(x) for x in (theta, cov, sigma_x, epsilon_y)]
+    if value.ndim != 2 or [x.ndim for x in params] != [1, 2, 1, 0]:
+        return 0
+    n = value.type.shape[0]
+    if n is None:
+        source = _data_source(value)
+        n = None if source is None else np.shape(source.get_value(borrow=True))[0]
+    return rmath.BLOCK_ROWS if n is not None and n >= rmath.BLOCK_THRESHOLD else 0
+
+
 @_logprob.register(PerturbedLogRegRV)
 def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilon_y, **kwargs):
     (value,) = values
+    block_rows = 0
+    if op.approximation == "quadrature":
+        block_rows = _logreg_block_rows(value, theta, cov, sigma_x, epsilon_y)
     finite, value = _checked_reports(
         value, theta, cov=(cov, 2), sigma_x=(sigma_x, 1), epsilon_y=(epsilon_y, 0)
     )
@@ -792,6 +828,7 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         degree=op.degree,
         interval=op.interval,
         nodes=op.nodes,
+        block_rows=block_rows,
     )
     res = _ninf_where_not(finite, res)
     res = maybe_resize(res, size)

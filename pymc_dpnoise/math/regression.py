@@ -40,6 +40,20 @@ constant across rows, under ``switch``/parameter checks) into :math:`\mathrm{sum
 W^T W)`.  When ``W`` is a constant (observed data in a ``pm.Model``), :math:`W^T W` is folded at
 compile time, so the summed log density and its gradient cost O(d³) whatever N is.  The
 rewrite is exact; it fires only when ``W`` depends on constants and shared variables alone.
+It also takes the Gaussian factor :math:`N(z_x; 0, \Sigma + \Sigma_*)` of the logistic model.
+
+Memory that grows only linearly with N (logistic label term)
+------------------------------------------------------------
+The logistic model's label factor has no such summary: it depends on each report through
+:math:`z_x^T\beta` with :math:`\beta` a function of :math:`\theta`, so the reports cannot be
+reduced to statistics (or binned) before :math:`\theta` is known, except for d = 1.  Its
+quadrature evaluates ``2 * nodes`` terms per report; evaluated in one pass that is several
+(N, nodes) arrays in the value and its gradient (about 2 kB per report with 40 nodes: 2.5 GB
+peak at 10⁶ reports).  :func:`perturbed_logreg_logp` can instead evaluate it by a ``scan``
+over blocks of reports (``block_rows``; automatic from :data:`BLOCK_THRESHOLD` reports in
+:class:`~pymc_dpnoise.distributions.regression.PerturbedLogReg`), which bounds the working
+memory to one block and keeps O(N) per-report vectors (1.6 GB peak at 10⁷ reports,
+``benchmarks/memory_budgets.py``); the result is the same to rounding.
 """
 
 from __future__ import annotations
@@ -47,6 +61,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
@@ -217,7 +232,7 @@ def _laguerre_rule(n: int):
     return np.polynomial.laguerre.laggauss(n)  # int_0^inf e^{-t} f(t) dt
 
 
-def expected_sigmoid(m, v, nodes: int = DEFAULT_NODES):
+def expected_sigmoid(m, v, nodes: int = DEFAULT_NODES, *, spread=None):
     r""":math:`E[\mathrm{sigmoid}(u)]` for :math:`u \sim N(m, v)`, accurate to about 1e-12.
 
     Two quadrature rules, chosen by the standard deviation :math:`s = \sqrt v`:
@@ -249,7 +264,7 @@ def expected_sigmoid(m, v, nodes: int = DEFAULT_NODES):
     s_lg = pt.switch(use_gh, 2.0, s)
 
     xh, wh = _hermite_rule(int(nodes))
-    mm = m[..., None]
+    mm = m[..., None] if spread is None else spread(m, int(nodes))
     gh = pt.sum(wh * pt.sigmoid(mm + s_gh[..., None] * xh), axis=-1)
 
     t, wl = _laguerre_rule(int(nodes))
@@ -374,6 +389,7 @@ def perturbed_logreg_logp(
     degree: int = 2,
     interval=(-4.0, 4.0),
     nodes: int = DEFAULT_NODES,
+    block_rows: int | None = None,
 ):
     r"""Per-report log density of perturbed-input logistic regression (Supplement 12.2).
 
@@ -391,28 +407,147 @@ def perturbed_logreg_logp(
     ("chebyshev", with ``degree`` and ``interval``).  Labels other than 0 and 1 get
     :math:`-\infty`.  Returns ``(logp, ok)``, ``ok`` flagging a positive definite
     :math:`\Sigma + \Sigma_*`.
+
+    Memory (quadrature).  The label term evaluates ``2 * nodes`` terms per report, so a graph
+    over all N reports at once holds several (N, nodes) arrays in the value and more in the
+    gradient (about 2 kB per report with the default 40 nodes).  There is no exact summary
+    of the reports for this term: it depends on each report through :math:`z_x^T\beta`, and
+    :math:`\beta` moves with :math:`\theta`, so the projections cannot be binned before the
+    parameters are known (except for d = 1, where they are :math:`z_x\beta`).  With
+    ``block_rows = B`` the label term is instead evaluated by a ``pytensor.scan`` over blocks
+    of B reports (the last block padded); the value and its gradient are the same
+    computation, in the same order per report, so they agree with the one-pass graph to
+    rounding, and the working memory is O(B x nodes) plus O(N) per-report vectors
+    (:math:`z_x^T\beta`, the per-report log density and its gradient).  ``block_rows=None``
+    (default) chooses: blocks of :data:`BLOCK_ROWS` when the value is a plain ``(N, d + 1)``
+    matrix of at least :data:`BLOCK_THRESHOLD` reports known from its static shape,
+    one pass otherwise; ``block_rows=0`` forces one pass.  The chebyshev mode has no
+    (N, nodes) intermediates and always runs in one pass.
     """
     if approximation not in APPROXIMATIONS:
         raise ValueError(f"`approximation` must be one of {APPROXIMATIONS}; got {approximation!r}")
     value = _as_f64(value)
     epsilon_y = _as_f64(epsilon_y)
     sz, beta, v, ok = _logreg_moments(theta, cov, sigma_x)
-    d = sz.shape[-1]
+    block_rows = _logreg_block_rows(value, beta, epsilon_y, approximation, block_rows)
+    # the static width when known: rows sliced by a constant stay data-only (scatter rewrite)
+    width = value.type.shape[-1]
+    d = sz.shape[-1] if width is None else width - 1
     zx = value[..., :d]
     zy = value[..., -1]
     logp_x, _ = mvnormal_rows_logp(zx, sz)
-    m = pt.sum(zx * beta, axis=-1)
     is_one = pt.eq(zy, 1.0)
     valid = pt.or_(is_one, pt.eq(zy, 0.0))
-    if approximation == "quadrature":
-        e = expected_sigmoid(pt.switch(is_one, m, -m), v, nodes=nodes)
+    if block_rows:
+        m = pt.dot(zx, beta)
+        log_pi = _label_logp_blocks(pt.switch(is_one, m, -m), v, epsilon_y, nodes, block_rows)
+        logp = logp_x + log_pi
     else:
-        e1 = expected_sigmoid_chebyshev(m, v, degree=degree, interval=interval)
-        e = pt.switch(is_one, e1, 1.0 - e1)
-    # pi = (1 - rho) + (2 rho - 1) e, with 1 - rho = sigmoid(-eps), 2 rho - 1 = tanh(eps / 2)
-    pi = pt.sigmoid(-epsilon_y) + pt.tanh(0.5 * epsilon_y) * pt.clip(e, 0.0, 1.0)
-    logp = logp_x + pt.log(pi)
+        m = pt.sum(zx * beta, axis=-1)
+        if approximation == "quadrature":
+            e = expected_sigmoid(pt.switch(is_one, m, -m), v, nodes=nodes)
+        else:
+            e1 = expected_sigmoid_chebyshev(m, v, degree=degree, interval=interval)
+            e = pt.switch(is_one, e1, 1.0 - e1)
+        logp = logp_x + _label_logp(e, epsilon_y)
+    if _all_labels_valid(value):
+        # observed reports (checked when the model was built): no per-report switch, so the
+        # Gaussian term's rows reach the scatter-matrix rewrite when they are summed
+        return logp, ok
     return pt.switch(valid, logp, -np.inf), ok
+
+
+#: reports per block of the blocked evaluation of the logistic label term (a block holds
+#: about a dozen (block, nodes) float64 arrays in the gradient, 0.66 MB each with 40 nodes;
+#: measured at 2e5 reports: C backend as fast as one pass at 1024, 40 % slower at 8192;
+#: Numba flat from 512 to 4096)
+BLOCK_ROWS = 2048
+#: from this many reports on, the label term is evaluated block by block by default: below,
+#: one pass costs at most ~0.2 GB more (2 kB per report) and compiles faster in Numba (the
+#: scan adds 5-20 s of JIT to the first evaluation, depending on the load), while the time
+#: per evaluation is the same within the noise at 1e5-2e5 reports; at 1e6 reports one pass
+#: peaks at 2.5 GB and takes 1.3x as long as blocks (benchmarks/memory_budgets.py)
+BLOCK_THRESHOLD = 100_000
+
+
+def _label_logp(e, epsilon_y):
+    """log P(z_y | z_x) = log[(1 - rho) + (2 rho - 1) e] from e = E[sigmoid(s u)]."""
+    # 1 - rho = sigmoid(-eps), 2 rho - 1 = tanh(eps / 2)
+    return pt.log(pt.sigmoid(-epsilon_y) + pt.tanh(0.5 * epsilon_y) * pt.clip(e, 0.0, 1.0))
+
+
+@functools.lru_cache(maxsize=32)
+def _spread_op(nodes: int):
+    """An opaque ``OpFromGraph``: ``m`` (rows,) -> ``m[:, None]`` broadcast to (rows, nodes)."""
+    from pytensor.compile.builders import OpFromGraph
+
+    m = pt.dvector("m")
+    out = pt.broadcast_to(m[:, None], (m.shape[0], nodes))
+    return OpFromGraph([m], [out], inline=False, name=f"spread_over_{nodes}_nodes")
+
+
+def _spread_over_nodes(m, nodes):
+    """``m[:, None]`` broadcast to (rows, nodes), through an opaque ``OpFromGraph``.
+
+    Inside the ``scan`` of :func:`_label_logp_blocks` this keeps the quadrature in the loop.
+    PyTensor's ``scan_push_out_seq`` moves the elementwise ops and dimshuffles that depend
+    only on the sequences out of the loop, applied to the whole sequence at once; it would
+    rebuild exactly the (N, nodes) arrays the blocks exist to avoid (measured: a peak of
+    4 GB at 10^6 reports when the spread was a plain ``Dot``, which PyMC's pre-gradient
+    rewrites turn into an elementwise product).  An ``OpFromGraph`` is neither, is not
+    inlined by the default rewrites, and its gradient (a sum over the nodes) is one too.
+    """
+    return _spread_op(int(nodes))(m)
+
+
+def _label_logp_blocks(signed_m, v, epsilon_y, nodes, block_rows):
+    """Per-report label term from ``signed_m`` (N,), evaluated by a scan over row blocks."""
+    n = signed_m.shape[0]
+    n_blocks = pt.maximum((n + block_rows - 1) // block_rows, 1)  # one padded block if n = 0
+    pad = n_blocks * block_rows - n
+    blocks = pt.concatenate([signed_m, pt.zeros((pad,), dtype="float64")])
+    blocks = blocks.reshape((n_blocks, block_rows))
+
+    def step(sm, v, eps):
+        e = expected_sigmoid(sm, v, nodes=nodes, spread=_spread_over_nodes)
+        return _label_logp(e, eps)
+
+    out = pytensor.scan(
+        step,
+        sequences=[blocks],
+        non_sequences=[v, epsilon_y],
+        return_updates=False,
+        name="perturbed_logreg_label_blocks",
+    )
+    return out.reshape((n_blocks * block_rows,))[:n]
+
+
+def _logreg_block_rows(value, beta, epsilon_y, approximation, block_rows):
+    """The block size to use (0: one pass); see :func:`perturbed_logreg_logp`."""
+    if approximation != "quadrature":
+        return 0
+    plain = value.ndim == 2 and beta.ndim == 1 and epsilon_y.ndim == 0
+    if block_rows is None:
+        n = value.type.shape[0] if plain else None
+        return BLOCK_ROWS if n is not None and n >= BLOCK_THRESHOLD else 0
+    block_rows = int(block_rows)
+    if block_rows < 0:
+        raise ValueError(f"`block_rows` must be >= 0; got {block_rows}")
+    if block_rows and not plain:
+        raise ValueError(
+            "`block_rows`: blocks need one (N, d + 1) matrix of reports and one parameter set "
+            f"(theta (d,), epsilon_y scalar); got value ndim {value.ndim}, theta batch "
+            f"{beta.ndim - 1}, epsilon_y ndim {epsilon_y.ndim}"
+        )
+    return block_rows
+
+
+def _all_labels_valid(value) -> bool:
+    """True if ``value`` is a constant whose labels (last column) are all 0 or 1."""
+    if not isinstance(value, Constant):
+        return False
+    lab = np.asarray(value.data)[..., -1]
+    return bool(np.all((lab == 0) | (lab == 1)))
 
 
 # --------------------------------------------------------------------------------------------
