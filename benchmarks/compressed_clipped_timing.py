@@ -65,6 +65,11 @@ NAME = "compressed_clipped_timing"
 TMP = Path("/tmp/pmd_timing")
 SEEDS = {"exact": 1, "floor": 2, "compressed": 3}
 CACHE = Path.home() / ".pytensor" / "numba"
+KINDS = ("compressed", "exact", "floor", "estimate")
+
+
+def _loads(case):
+    return [x for x in (case.get("load_start"), case.get("load_end")) if x]
 
 
 def _cache_files():
@@ -90,7 +95,13 @@ def _nuts(compiled, tune, draws, seed):
     import nutpie
 
     tr = nutpie.sample(
-        compiled, draws=draws, tune=tune, chains=2, cores=2, progress_bar=False, seed=seed
+        compiled,
+        draws=draws,
+        tune=tune,
+        chains=2,
+        cores=2,
+        progress_bar=False,
+        seed=seed,
     )
     steps = tr.warmup_sample_stats["n_steps"].sum("draw") + tr.sample_stats["n_steps"].sum("draw")
     post = np.stack([tr.posterior[v].values.ravel() for v in ("mu", "sigma")], axis=1)
@@ -190,9 +201,18 @@ def _fmt_n(n):
     return f"1e{round(float(np.log10(n)))}"
 
 
-def _report(cells, info, t_start, args, done, total):
+def _report(cells, info, t_start, args, done, total, previous=()):
     rows, acc = [], []
-    for c in cells:
+    # how far the per-gradient estimate falls short of the measured NUTS time where the exact
+    # run was done at N >= 1e5 (per-gradient cost dominant): applied to the estimated rows
+    meas = [
+        c["exact"]["nuts_predicted_s"] / c["exact"]["nuts_s"]
+        for c in cells
+        if c.get("exact") and c["N"] >= 100_000
+    ]
+    cal = float(np.median(meas)) if meas else None
+    loads = [x[0] for c in cells for k in KINDS if c.get(k) for x in _loads(c[k])]
+    for c in sorted(cells, key=lambda c: (c["N"], c["eps"])):
         cp, ex = c["compressed"], c.get("exact") or c.get("estimate")
         est = c.get("exact") is None
         row = dict(N=_fmt_n(c["N"]), eps=c["eps"], bins=cp["n_bins"] if cp else None)
@@ -204,6 +224,7 @@ def _report(cells, info, t_start, args, done, total):
                 c_total=cp["total_s"],
                 c_rss=cp["peak_rss_gb"],
                 c_grads=max(cp["grads_per_chain"]),
+                div=f"{cp['divergences']}/{(c.get('exact') or {}).get('divergences', '–')}",
             )
         if ex:
             row.update(
@@ -214,11 +235,16 @@ def _report(cells, info, t_start, args, done, total):
                 e_total=ex["total_s"],
                 e_rss=ex["peak_rss_gb"],
                 grad_ms=ex["grad_s"] * 1e3,
+                ns_report=ex["grad_s"] / c["N"] * 1e9,
             )
             if not est:
                 row["pred_over_meas"] = ex["nuts_predicted_s"] / ex["nuts_s"]
             if cp:
                 row["ratio"] = ex["total_s"] / cp["total_s"]
+                if est and cal:
+                    row["ratio_cal"] = (ex["total_s"] + ex["nuts_s"] * (1 / cal - 1)) / cp[
+                        "total_s"
+                    ]
         row["load"] = (cp or ex or {}).get("load_start", [None])[0]
         rows.append(row)
         for what in ("compressed", "floor"):
@@ -233,26 +259,33 @@ def _report(cells, info, t_start, args, done, total):
                         **c[f"dist_{what}"],
                     )
                 )
-    cols = [
+    head = [
         ("N", "N"),
         ("eps", "ε"),
         ("bins", "bins"),
+        ("c_total", "compressed s"),
+        ("e_total", "exact s"),
+        ("e_kind", "exact is"),
+        ("ratio", "exact / compressed"),
+        ("ratio_cal", "ratio, NUTS estimate / calibration"),
+        ("c_rss", "compressed peak GB"),
+        ("e_rss", "exact peak GB"),
+        ("load", "load (1-min) at start"),
+    ]
+    cols = [
+        ("N", "N"),
+        ("eps", "ε"),
         ("c_read", "C read+summ. s"),
         ("c_compile", "C build+compile s"),
         ("c_nuts", "C NUTS s"),
-        ("c_total", "C total s"),
-        ("c_rss", "C peak GB"),
         ("c_grads", "C grads/chain"),
-        ("e_kind", "exact"),
         ("e_read", "E read s"),
         ("e_compile", "E build+compile s"),
         ("e_nuts", "E NUTS s"),
-        ("e_total", "E total s"),
-        ("e_rss", "E peak GB"),
         ("grad_ms", "E ms/grad"),
+        ("ns_report", "E ns/report/grad"),
         ("pred_over_meas", "E NUTS predicted/measured"),
-        ("ratio", "E/C total"),
-        ("load", "load (1-min) at start"),
+        ("div", "divergences C/E"),
     ]
     acols = [
         ("N", "N"),
@@ -266,23 +299,42 @@ def _report(cells, info, t_start, args, done, total):
         ("mmd", "MMD²"),
     ]
     status = "" if done == total else f"**Partial run: {done} of {total} cells done.**\n\n"
+    prev = "".join(
+        f"- earlier invocation (its cells kept by `--append`): `{m['command']}`, started "
+        f"{m['started']}, load at start {m['loadavg_at_start']}, at end {m['loadavg_at_end']}\n"
+        for m in previous
+    )
+    cal_txt = (
+        f"On the cells where the exact NUTS ran at N >= 1e5 the estimate (ms/grad x gradients "
+        f"per chain) gave a median {cal:.2f} of the measured NUTS time (the chains share the 2 "
+        "cores with other jobs; the ms/grad is a best of 5); the `ratio, NUTS estimate / "
+        "calibration` column divides the estimated NUTS time by that factor. "
+        if cal
+        else ""
+    )
     body = (
-        "## End to end, exact (E) vs compressed (C), clipped normal on [-5, 5]\n\n"
+        "## End to end, exact vs compressed, clipped normal on [-5, 5]\n\n"
         + status
         + f"NUTS: nutpie, tune = {args.tune}, draws = {args.draws}, 2 chains on 2 cores. "
         "Every case in a fresh process; total = read (+ summarise) + build + compile + NUTS, "
-        "file generation excluded. `exact` = measured: NUTS run; estimated: read + build + "
-        "compile measured, NUTS = ms/grad x the compressed run's gradients per chain; "
-        "extrapolated: N = 1e8, ms/grad x 10 and read + compile from N = 1e7 (lower bound). "
-        "`E NUTS predicted/measured` checks that estimate on the measured cells. Peak GB = "
-        "ru_maxrss of the case's process.\n\n"
+        "file generation excluded; imports done on first use (pymc, DuckDB) count in the stage "
+        "that first needs them. `exact is` measured: NUTS run; estimated: read + build + "
+        "compile measured, NUTS = ms/grad x the compressed run's gradients per chain (lower "
+        "bound); extrapolated: N = 1e8, ms/grad and read x 10 and build + compile from "
+        f"N = 1e7 (lower bound). {cal_txt}Peak GB = ru_maxrss of the case's process. 1-min "
+        f"load average over all cases: {min(loads, default=0):.1f} to "
+        f"{max(loads, default=0):.1f} on 2 CPUs.\n\n"
+        + md_table(rows, head)
+        + "\n\n### Stages (C = compressed, E = exact)\n\n"
         + md_table(rows, cols)
         + "\n\n## Distance from the exact posterior (units of the exact posterior sd)\n\n"
         "Pooled 2 x 1000 draws; MMD² unbiased (can be < 0), parameters divided by the exact "
         "posterior sd. The floor row is a second exact run with another seed.\n\n"
         + (md_table(acc, acols) if acc else "(none yet)\n")
+        + ("\n" + prev if prev else "")
     )
-    write_results(NAME, info, body, dict(cells=cells, rows=rows, accuracy=acc), t_start)
+    data = dict(cells=cells, rows=rows, accuracy=acc, previous_runs=list(previous))
+    write_results(NAME, info, body, data, t_start)
     return body
 
 
@@ -303,12 +355,16 @@ def main(argv=None):
         args.tune = args.draws = 200
     ns = [int(float(x)) for x in args.ns.split(",")]
     eps_list = [float(x) for x in args.eps.split(",")]
-    exact, floor = _cells_spec(args.exact, ns, eps_list), _cells_spec(args.floor, ns, eps_list)
+    exact, floor = (
+        _cells_spec(args.exact, ns, eps_list),
+        _cells_spec(args.floor, ns, eps_list),
+    )
     t_start = time.perf_counter()
     info = machine_info()
-    cells = []
+    cells, previous = [], []
     if args.append and (RESULTS / f"{NAME}.json").exists():
-        cells = json.loads((RESULTS / f"{NAME}.json").read_text())["cells"]
+        old = json.loads((RESULTS / f"{NAME}.json").read_text())
+        cells, previous = old["cells"], [*old.get("previous_runs", []), old["machine"]]
     todo = [(n, e) for n in ns for e in eps_list]
     todo = [c for c in todo if not any((d["N"], d["eps"]) == c for d in cells)]
     total = len(cells) + len(todo)
@@ -357,7 +413,7 @@ def main(argv=None):
                 cell["exact_kind"] = "extrapolated"
         path.unlink(missing_ok=True)
         cells.append(cell)
-        body = _report(cells, info, t_start, args, len(cells), total)
+        body = _report(cells, info, t_start, args, len(cells), total, previous)
     print(body)
 
 
