@@ -94,15 +94,8 @@ def _exact_model(z, eps):
 def _nuts(compiled, tune, draws, seed):
     import nutpie
 
-    tr = nutpie.sample(
-        compiled,
-        draws=draws,
-        tune=tune,
-        chains=2,
-        cores=2,
-        progress_bar=False,
-        seed=seed,
-    )
+    kw = dict(draws=draws, tune=tune, chains=2, cores=2, progress_bar=False, seed=seed)
+    tr = nutpie.sample(compiled, **kw)
     steps = tr.warmup_sample_stats["n_steps"].sum("draw") + tr.sample_stats["n_steps"].sum("draw")
     post = np.stack([tr.posterior[v].values.ravel() for v in ("mu", "sigma")], axis=1)
     return dict(
