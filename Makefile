@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: setup demo test test-slow lint docs notebooks notebooks-full clean
+.PHONY: setup demo test test-backend test-slow lint docs notebooks notebooks-full clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then "$$(scripts/find-python.sh)" -m venv $(VENV); fi
@@ -28,7 +28,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 test: $(STAMP) lint
-	$(PY) -m pytest -m "not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow and not backend" -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Numba/C/JAX compiles and nutpie/numpyro runs (tests/README.md, "Compile mode"); CI runs it
+# after `make test`.
+test-backend: $(STAMP)
+	$(PY) -m pytest -m "backend and not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow -n 2 --dist loadgroup $(PYTEST_ARGS)

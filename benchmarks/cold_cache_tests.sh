@@ -20,7 +20,7 @@ log=$(mktemp)
 set +e
 # the same pytest command as `make test`
 /usr/bin/time -f "%e %U %S %M" -o "$CACHE/time" \
-  "$PY" -m pytest -m "not slow" -n 2 --dist loadgroup -q -p no:cacheprovider --durations=20 \
+  "$PY" -m pytest -m "not slow and not backend" -n 2 --dist loadgroup -q -p no:cacheprovider --durations=20 \
   >"$log" 2>&1
 rc=$?
 set -e
@@ -30,7 +30,7 @@ summary=$(tail -1 "$log")
 {
   echo "# Default test run from empty compile caches"
   echo
-  echo "Command: \`benchmarks/cold_cache_tests.sh\` (\`pytest -m \"not slow\" -n 2 --dist loadgroup\`"
+  echo "Command: \`benchmarks/cold_cache_tests.sh\` (\`pytest -m \"not slow and not backend\" -n 2 --dist loadgroup\`"
   echo "with a new PyTensor base_compiledir and NUMBA_CACHE_DIR), commit $commit, $(date -u +%Y-%m-%d)."
   echo
   echo "| | |"

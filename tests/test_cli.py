@@ -618,7 +618,9 @@ def test_sigkill_during_save_leaves_no_partial_target(tmp_path):
 # fits: one per model by default, every model x CSV/Parquet in the slow run
 # --------------------------------------------------------------------------------------------
 
-#: models fitted in the default run (each compiles its own graph); the rest run in `slow`.
+#: models fitted in `make test-backend` (each compiles its own graph); the rest run in `slow`.
+#: The CLI samples as users run it (nutpie compiles with Numba), so fits are `backend` tests.
+NATIVE = pytest.mark.backend
 #: Measured cold (pytest --durations, 2-core machine at load ~13): clipped-normal 147 s (with
 #: the PyMC import), oue 36 s, krr 119 s, clipped-exponential 44 s, linreg 166 s, ss-normal
 #: 334 s; with warm caches every model took 26-125 s (logreg the slowest).
@@ -643,7 +645,7 @@ def _check_summary(out, model):
 @pytest.mark.parametrize(
     ("model", "fmt"),
     [
-        pytest.param(m, f, marks=() if DEFAULT_FITS.get(m) == f else pytest.mark.slow)
+        pytest.param(m, f, marks=NATIVE if DEFAULT_FITS.get(m) == f else pytest.mark.slow)
         for m in MODEL_ARGS
         for f in ("csv", "parquet")
     ],
@@ -657,6 +659,7 @@ def test_fit_every_model(files, capsys, tmp_path, model, fmt):
     assert np.isfinite(draws.to_numpy()).all()
 
 
+@NATIVE
 def test_fit_recovers_clipped_exponential_rate_and_overwrites_with_force(files, capsys, tmp_path):
     save = tmp_path / "draws.csv"
     save.write_text("old\n")
@@ -686,7 +689,9 @@ def test_fit_netcdf_and_zarr_outputs(files, capsys, tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sampler", ["nutpie", pytest.param("pymc", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "sampler", [pytest.param("nutpie", marks=NATIVE), pytest.param("pymc", marks=pytest.mark.slow)]
+)
 def test_sigint_during_sampling(tmp_path, sampler):
     if sampler == "nutpie":
         pytest.importorskip("nutpie")
@@ -727,6 +732,7 @@ def test_sigint_during_sampling(tmp_path, sampler):
 # --------------------------------------------------------------------------------------------
 
 
+@NATIVE
 def test_demo_tiny(tmp_path, capsys):
     out = tmp_path / "demo.png"
     rc = main(["demo", "--n", "300", "--out", str(out), *FAST])

@@ -90,6 +90,7 @@ def test_plot_coverage(tmp_path):
     assert (tmp_path / "cov.png").stat().st_size > 1000
 
 
+@pytest.mark.backend  # SBC fits with nutpie (Numba)
 def test_sbc_pipeline_runs_and_is_seed_deterministic():
     """A tiny SBC run (one process): shapes, finite quantiles, same seed -> same result."""
     problem = ClippedExponentialSBC(n=100, epsilon=1.0)

@@ -127,6 +127,7 @@ def logistic_fits():
     return p, data, fits
 
 
+@pytest.mark.backend  # nutpie fits (Numba)
 def test_noise_aware_model_recovers_theta_and_swaps_data(logistic_fits):
     p, data, fits = logistic_fits
     means = []

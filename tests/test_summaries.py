@@ -577,6 +577,7 @@ def test_summaries_on_dask_local_cluster():
 # ---- the CLI's fit reads large files through the summary ------------------------------------
 
 
+@pytest.mark.backend  # the CLI's fit samples as users run it (native compile)
 def test_cli_fit_uses_the_summary_above_the_threshold(tmp_path, capsys, monkeypatch):
     """At >= SUMMARY_THRESHOLD reports `fit clipped-normal` summarises the file with DuckDB
     (no --max-rows limit); the table equals the NumPy summary (CSV header row skipped)."""

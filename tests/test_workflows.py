@@ -641,7 +641,10 @@ def posterior_of(name):
             random_seed=3,
             progressbar=False,
             compute_convergence_checks=False,
-            max_treedepth=4,
+            # at most 3 leapfrog steps per draw, in tuning too: the Python VM runs every op of
+            # the gradient in Python (the cells check the workflow, not the posterior)
+            max_treedepth=2,
+            early_max_treedepth=2,
         )
 
 
