@@ -32,5 +32,8 @@ def _test_compile_mode(request):
     if native:
         yield
         return
-    with pytensor.config.change_flags(mode=TEST_MODE):
+    # cxx="": no C code either.  Inner graphs (Scan, OpFromGraph) are linked by PyTensor with
+    # its own VM linker, which generates C thunks whenever a compiler exists: gcc then took
+    # 30+ CPU-seconds of a cold run's first tests.
+    with pytensor.config.change_flags(mode=TEST_MODE, cxx=""):
         yield

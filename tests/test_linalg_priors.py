@@ -13,7 +13,8 @@ from pymc_dpnoise.math._linalg import cholesky_inverse
 from pymc_dpnoise.math.sufficient import mvnormal_logp_chol
 from pymc_dpnoise.priors import scaled_lkj_cov
 
-MODES = ("NUMBA", "FAST_RUN", "JAX")
+#: the op under each backend users can pick (native compiles: `make test-backend`)
+MODES = [pytest.param(m, marks=pytest.mark.backend) for m in ("NUMBA", "FAST_RUN", "JAX")]
 
 
 _CHOL_INV: dict = {}

@@ -147,6 +147,7 @@ def test_logp_equals_scipy_and_grad_finite(glm):
 
 # PyMC's Check ops are dropped by JAX tracing (it says so): expected, not a defect here
 @pytest.mark.filterwarnings("ignore:Skipping Check.*JAX tracing:UserWarning")
+@pytest.mark.backend
 def test_backends_agree():
     th = pt.dvector("th")
     rmean, _ = reference_moments(THETA, COV, "logistic")

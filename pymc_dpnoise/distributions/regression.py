@@ -16,7 +16,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import SymbolicRandomVariable, maybe_resize
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
+from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import normalize_rng_param
 from pytensor.compile.sharedvalue import SharedVariable
@@ -44,6 +44,8 @@ from ._common import (
     _ninf_where_not,
     _NoImputeContinuous,
     _refuse_cdfs,
+    _rv_inputs,
+    _rv_node,
     _static_dim,
     _to_floatx,
 )
@@ -224,6 +226,30 @@ class _RegressionReports(_NoImputeContinuous):
         )
 
 
+def _checked_regression_inputs(kwargs, theta, cov, sigma_x, **positive):
+    """``(theta, sigma_x)`` of a per-report regression's ``dist``, after every check.
+
+    ``positive`` holds the scalar parameters that must be > 0 (``sigma``, ``sigma_y`` or
+    ``epsilon_y``); each error names its argument.  Returns ``theta`` as float64 and
+    ``sigma_x`` as a vector of length d.
+    """
+    check_required(theta=theta, cov=cov, sigma_x=sigma_x, **positive)
+    d = _check_theta(theta)
+    _check_cov(cov, d)
+    _check_sigma_x(sigma_x, d)
+    for name, value in positive.items():
+        check_positive(name, value)
+    _check_report_batch(
+        kwargs,
+        theta=(theta, 1),
+        cov=(cov, 2),
+        sigma_x=(sigma_x, 1 if np.ndim(constant_value(sigma_x)) else 0),
+        **{name: (value, 0) for name, value in positive.items()},
+    )
+    theta = _f64(theta)
+    return theta, _sigma_x_vector(sigma_x, theta)
+
+
 class PerturbedLinRegRV(SymbolicRandomVariable):
     """Draws: x ~ MvNormal(0, cov); y = theta.x + N(0, sigma); [x + N(0, sigma_x), y + N(0, sigma_y)]."""
 
@@ -233,14 +259,10 @@ class PerturbedLinRegRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, theta, sigma, cov, sigma_x, sigma_y, *, size=None, rng=None):
-        theta, sigma, cov, sigma_y = map(_f64, (theta, sigma, cov, sigma_y))
-        sigma_x = _sigma_x_vector(sigma_x, theta)
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                theta, sigma, cov, sigma_x, sigma_y, ndims_params=cls.ndims_params
-            )
+        theta = _f64(theta)
+        size, rng, theta, sigma, cov, sigma_x, sigma_y = _rv_inputs(
+            cls, size, rng, theta, sigma, cov, _sigma_x_vector(sigma_x, theta), sigma_y
+        )
         d = theta.shape[-1]
         size_d = pt.concatenate([size, [d]])
         r1, x = multivariate_normal(
@@ -250,10 +272,7 @@ class PerturbedLinRegRV(SymbolicRandomVariable):
         r3, zx = normal(x, sigma_x, size=size_d, rng=r2, return_next_rng=True)
         r4, zy = normal(y, sigma_y, size=size, rng=r3, return_next_rng=True)
         z = pt.concatenate([zx, zy[..., None]], axis=-1)
-        return cls(
-            inputs=[rng, size, theta, sigma, cov, sigma_x, sigma_y],
-            outputs=[r4, _to_floatx(z)],
-        )(rng, size, theta, sigma, cov, sigma_x, sigma_y)
+        return _rv_node(cls, rng, size, [theta, sigma, cov, sigma_x, sigma_y], r4, _to_floatx(z))
 
 
 class PerturbedLinReg(_RegressionReports):
@@ -347,22 +366,9 @@ class PerturbedLinReg(_RegressionReports):
     @classmethod
     def dist(cls, theta, sigma, cov=None, sigma_x=None, sigma_y=None, *, chol=None, **kwargs):
         cov = _cov_or_chol(cov, chol)
-        check_required(theta=theta, sigma=sigma, cov=cov, sigma_x=sigma_x, sigma_y=sigma_y)
-        d = _check_theta(theta)
-        check_positive("sigma", sigma)
-        _check_cov(cov, d)
-        _check_sigma_x(sigma_x, d)
-        check_positive("sigma_y", sigma_y)
-        _check_report_batch(
-            kwargs,
-            theta=(theta, 1),
-            sigma=(sigma, 0),
-            cov=(cov, 2),
-            sigma_x=(sigma_x, 1 if np.ndim(constant_value(sigma_x)) else 0),
-            sigma_y=(sigma_y, 0),
+        theta, sigma_x = _checked_regression_inputs(
+            kwargs, theta, cov, sigma_x, sigma=sigma, sigma_y=sigma_y
         )
-        theta = _f64(theta)
-        sigma_x = _sigma_x_vector(sigma_x, theta)
         return super().dist([theta, sigma, cov, sigma_x, sigma_y], **kwargs)
 
     def support_point(rv, size, theta, sigma, cov, sigma_x, sigma_y):
@@ -414,10 +420,9 @@ class PerturbedLinRegSummaryRV(SymbolicRandomVariable):
         r2, low = normal(0.0, 1.0, size=pt.stack([m, m]), rng=r1, return_next_rng=True)
         a = pt.tril(low, -1) + pt.diag(pt.sqrt(diag2))
         la = pt.dot(chol, a)
-        return cls(
-            inputs=[rng, size, theta, sigma, cov, sigma_x, sigma_y, n],
-            outputs=[r2, pt.dot(la, la.T)],
-        )(rng, size, theta, sigma, cov, sigma_x, sigma_y, n)
+        return _rv_node(
+            cls, rng, size, [theta, sigma, cov, sigma_x, sigma_y, n], r2, pt.dot(la, la.T)
+        )
 
 
 #: dimensions of the unbatched parameters of PerturbedLinRegSummary (sigma_x: scalar or (d,))
@@ -555,14 +560,10 @@ class PerturbedLogRegRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, theta, cov, sigma_x, epsilon_y, *, size=None, rng=None):
-        theta, cov, epsilon_y = map(_f64, (theta, cov, epsilon_y))
-        sigma_x = _sigma_x_vector(sigma_x, theta)
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(
-                theta, cov, sigma_x, epsilon_y, ndims_params=cls.ndims_params
-            )
+        theta = _f64(theta)
+        size, rng, theta, cov, sigma_x, epsilon_y = _rv_inputs(
+            cls, size, rng, theta, cov, _sigma_x_vector(sigma_x, theta), epsilon_y
+        )
         d = theta.shape[-1]
         size_d = pt.concatenate([size, [d]])
         r1, x = multivariate_normal(
@@ -575,10 +576,7 @@ class PerturbedLogRegRV(SymbolicRandomVariable):
         keep = pt.lt(u2, pt.sigmoid(epsilon_y))  # randomized response, keep prob e^eps/(1+e^eps)
         zy = pt.cast(pt.eq(keep, y), "float64")  # keep -> y, flip -> 1 - y
         z = pt.concatenate([zx, zy[..., None]], axis=-1)
-        return cls(
-            inputs=[rng, size, theta, cov, sigma_x, epsilon_y],
-            outputs=[r4, _to_floatx(z)],
-        )(rng, size, theta, cov, sigma_x, epsilon_y)
+        return _rv_node(cls, rng, size, [theta, cov, sigma_x, epsilon_y], r4, _to_floatx(z))
 
 
 @functools.cache
@@ -762,20 +760,9 @@ class PerturbedLogReg(_RegressionReports):
         approximation, degree, interval, nodes = _logreg_options(
             approximation, degree, interval, nodes
         )
-        check_required(theta=theta, cov=cov, sigma_x=sigma_x, epsilon_y=epsilon_y)
-        d = _check_theta(theta)
-        _check_cov(cov, d)
-        _check_sigma_x(sigma_x, d)
-        check_positive("epsilon_y", epsilon_y)
-        _check_report_batch(
-            kwargs,
-            theta=(theta, 1),
-            cov=(cov, 2),
-            sigma_x=(sigma_x, 1 if np.ndim(constant_value(sigma_x)) else 0),
-            epsilon_y=(epsilon_y, 0),
+        theta, sigma_x = _checked_regression_inputs(
+            kwargs, theta, cov, sigma_x, epsilon_y=epsilon_y
         )
-        theta = _f64(theta)
-        sigma_x = _sigma_x_vector(sigma_x, theta)
         return super().dist(
             [theta, cov, sigma_x, epsilon_y],
             approximation=approximation,
