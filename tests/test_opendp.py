@@ -128,9 +128,13 @@ def _coverage_inside_band(qs, level):
 
 
 def test_opendp_release_posterior_recovers_truth():
-    """One OpenDP release: the truth sits well inside the grid posterior (cheap smoke check)."""
+    """OpenDP releases: the truth is not in the far tails of the grid posterior (cheap smoke
+    check).  OpenDP draws its noise from its own unseedable generator, so the quantiles are
+    random (uniform when the model is right): the bounds give a false alarm in about 1 run in
+    800 (6 quantiles x 2e-4; 0.005 failed about 1 run in 16), while a model that ignored the
+    noise puts them at 0 or 1."""
     qs = _sbc(replicates=3, n_reports=300, seed=3)
-    assert np.all((qs > 0.005) & (qs < 0.995)), qs
+    assert np.all((qs > 1e-4) & (qs < 1 - 1e-4)), qs
 
 
 @pytest.mark.slow
