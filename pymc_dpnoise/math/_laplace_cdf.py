@@ -54,12 +54,14 @@ _LOG2 = np.float64(
 )  # np.float64: a Python float becomes a float32 constant under floatX="float32"
 
 
-def _log_sub_half(log_q, log_t):
-    # log(Q - T/2) for T <= Q: Q (1 - e^{log T - log 2 - log Q}), argument <= -log 2
-    return log_q + pt.log1mexp(pt.minimum(log_t - _LOG2 - log_q, -_LOG2))
+def _log_sub(log_q, log_t):
+    # log(Q - T) for T <= Q/2: Q (1 - e^{log T - log Q}), argument <= -log 2
+    return log_q + pt.log1mexp(pt.minimum(log_t - log_q, -_LOG2))
 
 
-def split_log_cdfs(log_q_below, log_left, has_below, log_q_above, log_right, has_above):
+def split_log_cdfs(
+    log_q_below, log_left, has_below, log_q_above, log_right, has_above, log_cl=None, log_cr=None
+):
     r"""``(log F(z), log(1 - F(z)))`` from the masses and tilted masses on each side of z.
 
     Parameters
@@ -72,14 +74,21 @@ def split_log_cdfs(log_q_below, log_left, has_below, log_q_above, log_right, has
         Whether Q has mass at or below z (above z).  Where a side is empty its two terms are
         dropped (and the other side's mass is taken as 1); the values passed there must still
         be finite.
+    log_cl, log_cr : TensorVariable, optional
+        Logs of the weights of :math:`L` and :math:`R` in
+        :math:`F = Q_\le - c_l L + c_r R` (default :math:`\tfrac12` each, the Laplace case);
+        other noises (:mod:`pymc_dpnoise.math.noisy_counts`) use the same combination with
+        :math:`c_l L \le Q_\le/2` and :math:`c_r R \le Q_>/2`.
     """
+    log_cl = -_LOG2 if log_cl is None else log_cl
+    log_cr = -_LOG2 if log_cr is None else log_cr
     both = has_below & has_above
     log_q_below = pt.switch(has_above, log_q_below, 0.0)
     log_q_above = pt.switch(has_below, log_q_above, 0.0)
-    lo_part = _log_sub_half(log_q_below, log_left)  # Q(<= z) - L/2
-    hi_part = _log_sub_half(log_q_above, log_right)  # Q(> z) - R/2
-    half_r = log_right - _LOG2
-    half_l = log_left - _LOG2
+    half_r = log_right + log_cr
+    half_l = log_left + log_cl
+    lo_part = _log_sub(log_q_below, half_l)  # Q(<= z) - c_l L
+    hi_part = _log_sub(log_q_above, half_r)  # Q(> z) - c_r R
     lo = pt.switch(both, pt.logaddexp(lo_part, half_r), pt.switch(has_below, lo_part, half_r))
     hi = pt.switch(both, pt.logaddexp(hi_part, half_l), pt.switch(has_above, hi_part, half_l))
     return complement_pair(lo, hi)

@@ -1,0 +1,627 @@
+r"""Exact log likelihoods of a binomial or Poisson count released with any noise of :mod:`pymc_dpnoise.noise`.
+
+The data holder releases :math:`z = \mathrm{clamp}(s + N, L, U)`: a count
+:math:`s \sim \mathrm{Binomial}(n, p)` or :math:`\mathrm{Poisson}(\mu)`, noise :math:`N` of one
+of five kinds, and an optional clamp to :math:`[L, U]` (post-processing; :math:`L = 0` alone is
+OpenDP's saturating cast of an unsigned count).  Write :math:`Y = s + N`.
+
+Laplace kinds: closed forms by exponential tilting
+--------------------------------------------------
+The continuous Laplace case is :mod:`pymc_dpnoise.math.counts`: with :math:`k = \lfloor y
+\rfloor` the two halves of :math:`\sum_s P(s)\,e^{-|y-s|/b}` are tilted binomial (Poisson)
+CDFs, :math:`L(y)` and :math:`R(y)`, and :math:`p_Y(y) = (L + R)/(2b)`.
+
+*Discrete Laplace* at an integer :math:`y`: :math:`P(N = j) = \tanh(\tfrac1{2b})\,e^{-|j|/b}
+= 2b\tanh(\tfrac1{2b}) \cdot \tfrac1{2b}e^{-|j|/b}`, so
+:math:`\log P(Y = y) = \log p^{\mathrm{Lap}}_Y(y) + \log(2b) + \log\tanh(\tfrac1{2b})`
+(the same posterior as the continuous model, another normalisation).  Its CDF at an
+integer :math:`m`, split at :math:`s \le m` / :math:`s > m` with :math:`P(N > j) =
+a^{j+1}/(1+a)` (:math:`j \ge 0`) and :math:`P(N \le j) = a^{|j|}/(1+a)` (:math:`j < 0`),
+:math:`a = e^{-1/b}`, is
+
+.. math::
+
+    P(Y \le m) = F_S(m) - \tfrac{a}{1+a} L(m) + \tfrac{1}{1+a}\, a R'(m), \qquad
+    a R'(m) = \sum_{s > m} P(s)\, a^{s - m},
+
+the Laplace halves at :math:`y = m` with other weights (both corrections are at most half of
+the mass on their side, so the log-space combination of
+:func:`~pymc_dpnoise.math._laplace_cdf.split_log_cdfs` keeps full relative accuracy).
+
+*Rounded Laplace*: :math:`P(N = j) = \sinh(h)\,a^{|j|} - (\cosh h - 1)[j = 0]`,
+:math:`h = 1/(2b)`, so with :math:`S(y) = \sum_s P(s)a^{|y-s|} = 2b\,p^{\mathrm{Lap}}_Y(y)`
+
+.. math::
+
+    P(Y = y) = \sinh(h)\,S(y)\,\bigl(1 - \tanh(h/2)\,P_S(y)/S(y)\bigr),
+
+where :math:`P_S(y) \le S(y)`, so the bracket lies in :math:`[1 - \tanh(h/2), 1]` and its log
+is a ``log1mexp`` of an argument below :math:`\log\tanh(h/2) < 0`.  The CDF is the continuous
+one at :math:`m + \tfrac12`.
+
+Gaussian kinds: sums over a window that provably holds the mass
+----------------------------------------------------------------
+There is no tilting closed form: :math:`P(Y = y) = \sum_s P(s)\,g(y - s)` is summed over a
+window of integers.  The summand :math:`f(s) = \log P(s) + \log g(y - s)` is a sum of concave
+sequences (binomial and Poisson pmfs are log-concave) whose second difference is at most
+:math:`-\kappa`, :math:`\kappa = 1/\sigma^2` from the Gaussian (:math:`+\,4/(n+2)` from the
+binomial: :math:`\log(1+\tfrac1{n-s}) + \log(1 + \tfrac1s) \ge \tfrac4{n+2}`).  If :math:`c`
+is the argmax, :math:`f(c \pm d) \le f(c) - \kappa d(d-1)/2`, so the terms farther than
+:math:`W` from :math:`c` sum to at most :math:`2e^{-\kappa W(W+1)/2}/(1 - e^{-\kappa W})`
+times the largest.  With :math:`W = \lceil\sqrt{2T/\kappa}\rceil + 2` and :math:`T = 46` this is
+below :math:`10^{-17}` relative for every :math:`\sigma \le 10^7`.  The argmax lies between the
+count's mode and :math:`y` (both factors rise before it and fall after) and is found by
+bisection on the sign of the closed-form forward difference
+:math:`f(s+1) - f(s) = \log\frac{P(s+1)}{P(s)} + \frac{2(y-s)-1}{2\sigma^2}`, which is
+non-increasing.  The window is static (sized when the graph is built, from the constant
+``sigma`` and, for the binomial, ``n``), its position moves with the parameters; when it
+would be wider than the binomial's support the whole support :math:`0..n` is summed.  The cost
+of one release therefore depends on :math:`\sigma` (and on :math:`n` only through the cap
+:math:`\min(n + 1, 2W + 1)`), never grows with :math:`n` beyond that cap, and the result is
+exact to rounding.
+
+CDFs (needed for the clamp atoms).  Continuous Gaussian: split at :math:`k = \lfloor m\rfloor`,
+
+.. math::
+
+    P(Y \le m) = F_S(k) - \sum_{s \le k} P(s)\,\bar\Phi\bigl(\tfrac{m-s}{\sigma}\bigr)
+               + \sum_{s > k} P(s)\,\Phi\bigl(\tfrac{m-s}{\sigma}\bigr),
+
+each correction at most half of the mass on its side.  :math:`\log\bar\Phi(x)` for
+:math:`x \ge 0` (and :math:`\log\Phi(x)`, :math:`x \le 0`) has second derivative in
+:math:`[-1, -2/\pi]`, so each correction is again a window sum with
+:math:`\kappa \ge 0.63/\sigma^2`.  Discrete Gaussian: over the noise value :math:`j`,
+:math:`P(Y \le m) = \sum_j P(N = j) F_S(m - j)` and :math:`P(Y > m) = \sum_j P(N=j)\,(1 -
+F_S(m - j))`, both sums of positive terms whose summands are log-concave with
+:math:`\kappa = 1/\sigma^2` (CDFs and survival functions of log-concave pmfs are log-concave),
+with the binomial and Poisson CDFs in closed form (:mod:`pymc_dpnoise.math._special`).
+
+Clamping
+--------
+:math:`P(z = L) = P(Y \le L)`, :math:`P(z = U) = P(Y \ge U)` (:math:`= P(Y > U - 1)` for the
+integer kinds), the pmf / pdf of :math:`Y` strictly inside, :math:`-\infty` outside.  For the
+continuous kinds this mixes masses and densities, each with respect to the same dominating
+measure (Lebesgue plus the two atoms), which is what inference needs.
+
+Degenerate counts
+-----------------
+At :math:`p \in \{0, 1\}` or :math:`\mu = 0` the count is a point mass (0, or :math:`n`) and
+the likelihood is the noise's own, evaluated exactly (no clipping of :math:`\operatorname{logit}
+p`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import disconnected_grad
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import graph_inputs
+
+from .._validation import constant_value
+from . import counts as cm
+from ._laplace_cdf import split_log_cdfs
+from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
+from .noise import (
+    TAIL_NATS,
+    log_ndtr,
+    log_sinh,
+    log_tanh,
+    log_z_discrete_gaussian,
+    noise_logcdf,
+    noise_logp,
+)
+
+__all__ = [
+    "KINDS",
+    "noisy_binomial_log_cdfs",
+    "noisy_binomial_logp",
+    "noisy_poisson_log_cdfs",
+    "noisy_poisson_logp",
+    "window_half_width",
+]
+
+KINDS = ("laplace", "discrete_laplace", "rounded_laplace", "gaussian", "discrete_gaussian")
+DISCRETE = {"discrete_laplace", "rounded_laplace", "discrete_gaussian"}
+_LOG2 = np.float64(math.log(2.0))
+_LOG_SQRT_2PI = np.float64(0.5 * math.log(2.0 * math.pi))
+#: bisection bound when the count has no static upper end (Poisson, or a symbolic n)
+_MAX_ITERS = 64
+#: the Poisson's effective upper end: beyond mode + 60 sqrt(mode + 1) + 200 its survival
+#: function is below e^{-1000}
+_POISSON_REACH = (60.0, 200.0)
+
+
+def _f64(x):
+    if not isinstance(x, Variable):
+        return pt.as_tensor_variable(np.asarray(x, dtype="float64"))
+    return x if x.dtype == "float64" else pt.cast(x, "float64")
+
+
+def known_value(x):
+    """The value of ``x`` if its graph has no free inputs (constants only), else None."""
+    v = constant_value(x)
+    if v is not None or not isinstance(x, Variable):
+        return v
+    if all(isinstance(i, Constant) for i in graph_inputs([x])):
+        return np.asarray(x.eval(mode="FAST_COMPILE"))
+    return None
+
+
+def _e(x):
+    """Add a trailing axis (the window axis) to a batch tensor."""
+    return x[..., None]
+
+
+# --------------------------------------------------------------------------------------------
+# The two count families
+# --------------------------------------------------------------------------------------------
+
+
+class _Binomial:
+    def __init__(self, n, lq, n_max):
+        self.n, self.lq, self.n_max = n, lq, n_max
+        self.lo = pt.zeros_like(n)
+        self.hi = n
+        self.curvature = 4.0 / (n_max + 2.0) if n_max is not None else 0.0
+        self.iters = _MAX_ITERS if n_max is None else int(math.ceil(math.log2(n_max + 2.0))) + 2
+
+    def expand(self):
+        return _Binomial(_e(self.n), _e(self.lq), self.n_max)
+
+    def log_pmf(self, s):
+        return log_binom_pmf(s, self.n, self.lq)
+
+    def log_ratio(self, s):  # log P(s+1)/P(s), s in [0, n-1]
+        return pt.log(self.n - s) - pt.log1p(s) + self.lq
+
+    def mode(self):
+        return pt.clip(pt.floor((self.n + 1.0) * pt.sigmoid(self.lq)), 0.0, self.n)
+
+    def reach(self):  # every s above this has P(S > s) = 0
+        return self.n
+
+    def log_cdf(self, j):
+        jc = pt.clip(j, 0.0, self.n)
+        v = log_binom_pmf(jc, self.n, self.lq) + log_binom_cdf_ratio(jc, self.n, self.lq)
+        return pt.switch(j < 0.0, -np.inf, pt.switch(j >= self.n, 0.0, v))
+
+    def log_sf(self, j):
+        jc = pt.clip(j, -1.0, self.n - 1.0)
+        v = log_binom_pmf(jc + 1.0, self.n, self.lq) + log_binom_cdf_ratio(
+            self.n - jc - 1.0, self.n, -self.lq
+        )
+        return pt.switch(j >= self.n, -np.inf, pt.switch(j < -1.0, 0.0, pt.minimum(v, 0.0)))
+
+    def log_pmf_any(self, s):
+        ok = (s >= 0.0) & (s <= self.n)
+        return pt.switch(ok, log_binom_pmf(pt.clip(s, 0.0, self.n), self.n, self.lq), -np.inf)
+
+    def laplace_logp(self, y, b):
+        return cm.binomial_laplace_logp(y, self.n, epsilon=1.0, sensitivity=b, logit_p=self.lq)
+
+    def laplace_log_cdfs(self, y, b):
+        return cm.binomial_laplace_log_cdfs(y, self.n, epsilon=1.0, sensitivity=b, logit_p=self.lq)
+
+    def laplace_halves(self, y, t, tilt=True):
+        left, has_left, right, has_right, _ = cm._binomial_halves(y, self.n, self.lq, t, tilt)
+        return left, has_left, right, has_right
+
+
+class _Poisson:
+    def __init__(self, lmu):
+        self.lmu = lmu
+        self.lo = pt.zeros_like(lmu)
+        self.hi = pt.full_like(lmu, np.inf)
+        self.curvature = 0.0
+        self.iters = _MAX_ITERS
+        self.n_max = None
+
+    def expand(self):
+        return _Poisson(_e(self.lmu))
+
+    def log_pmf(self, s):
+        return log_poisson_pmf(s, self.lmu)
+
+    def log_ratio(self, s):
+        return self.lmu - pt.log1p(s)
+
+    def mode(self):
+        return pt.floor(pt.exp(pt.minimum(self.lmu, 60.0)))
+
+    def reach(self):
+        m = self.mode()
+        a, b = _POISSON_REACH
+        return m + a * pt.sqrt(m + 1.0) + b
+
+    def log_cdf(self, j):
+        jc = pt.maximum(j, 0.0)
+        v = log_poisson_pmf(jc, self.lmu) + log_poisson_cdf_ratio(jc, self.lmu)
+        return pt.switch(j < 0.0, -np.inf, pt.minimum(v, 0.0))
+
+    def log_sf(self, j):
+        jc = pt.maximum(j, -1.0)
+        v = log_poisson_pmf(jc + 1.0, self.lmu) + log_poisson_cdf_ratio(jc, self.lmu, upper=True)
+        return pt.switch(j < -1.0, 0.0, pt.minimum(v, 0.0))
+
+    def log_pmf_any(self, s):
+        return pt.switch(s >= 0.0, log_poisson_pmf(pt.maximum(s, 0.0), self.lmu), -np.inf)
+
+    def laplace_logp(self, y, b):
+        return cm.poisson_laplace_logp(y, epsilon=1.0, sensitivity=b, log_mu=self.lmu)
+
+    def laplace_log_cdfs(self, y, b):
+        return cm.poisson_laplace_log_cdfs(y, epsilon=1.0, sensitivity=b, log_mu=self.lmu)
+
+    def laplace_halves(self, y, t, tilt=True):
+        left, has_left, right, _ = cm._poisson_halves(y, self.lmu, t, tilt)
+        return left, has_left, right, pt.ones_like(has_left, dtype="bool")
+
+
+# --------------------------------------------------------------------------------------------
+# Window sums
+# --------------------------------------------------------------------------------------------
+
+
+def window_half_width(sigma_max, kappa_extra=0.0, kappa_factor=1.0):
+    r"""Static half-width :math:`W = \lceil\sqrt{2T/\kappa}\rceil + 2` of a window sum whose
+    summand has second differences at most :math:`-\kappa`,
+    :math:`\kappa = \text{kappa\_factor}/\sigma_{\max}^2 + \text{kappa\_extra}`."""
+    kappa = kappa_factor / float(sigma_max) ** 2 + kappa_extra
+    return int(math.ceil(math.sqrt(2.0 * TAIL_NATS / kappa))) + 2
+
+
+def _lse(vals):
+    """log-sum-exp over the last axis; -inf where every term is -inf (gradient finite)."""
+    m = disconnected_grad(pt.max(vals, axis=-1))
+    m_safe = pt.switch(pt.isfinite(m), m, 0.0)
+    return m_safe + pt.log(pt.sum(pt.exp(vals - _e(m_safe)), axis=-1))
+
+
+def _argmax(diff, a, b, iters):
+    """Argmax over the integers of [a, b] of a concave sequence with forward difference ``diff``."""
+    a, b = pt.broadcast_arrays(a, b)
+    for _ in range(iters):
+        mid = pt.floor(0.5 * (a + b))
+        go = (mid < b) & (diff(mid) >= 0.0)
+        a = pt.switch(go, mid + 1.0, a)
+        b = pt.switch(go, b, mid)
+    return disconnected_grad(a)
+
+
+def _window(term, center, lo, hi, half_width):
+    """``log sum_{s in [center - W, center + W] ∩ [lo, hi]} exp(term(s))``; ``term`` takes
+    tensors with a trailing window axis."""
+    off = pt.arange(-half_width, half_width + 1, dtype="float64")
+    s = _e(center) + off
+    lo, hi = _e(lo), _e(hi)
+    valid = (s >= lo) & (s <= hi)
+    vals = pt.switch(valid, term(pt.clip(s, lo, hi)), -np.inf)
+    return _lse(vals)
+
+
+def _full_support(term, n_max, hi):
+    """``log sum_{s=0}^{n} exp(term(s))``, every n at most the static ``n_max``."""
+    s = pt.arange(0, int(n_max) + 1, dtype="float64")
+    valid = s <= _e(hi)
+    vals = pt.switch(valid, term(pt.minimum(s, _e(hi))), -np.inf)
+    return _lse(vals)
+
+
+def _s_side_sum(fam, term, diff, a, b, lo, hi, sigma_max, kappa_factor=1.0):
+    """Window sum over the count value s of a summand with the given forward difference,
+    argmax in [a, b]; the whole support when the window would be wider than it."""
+    width = window_half_width(sigma_max, fam.curvature, kappa_factor)
+    if fam.n_max is not None and fam.n_max + 1 <= 2 * width + 1:
+        return _full_support(lambda s: pt.switch((s >= _e(lo)) & (s <= _e(hi)), term(s), -np.inf),
+                             fam.n_max, fam.hi)
+    c = _argmax(diff, a, b, fam.iters)
+    return _window(term, c, lo, hi, width)
+
+
+def _sigma_max(sigma):
+    v = known_value(sigma)
+    if v is None:
+        raise ValueError(
+            "the Gaussian-noise count likelihoods need a constant `sigma` (the window they sum "
+            "over is sized from it when the graph is built); got a symbolic value"
+        )
+    return float(np.max(v))
+
+
+# --------------------------------------------------------------------------------------------
+# Unclamped log pmf / pdf and log CDFs of Y = S + N
+# --------------------------------------------------------------------------------------------
+
+
+def _gauss_log_density(x, sigma, kind):
+    base = -0.5 * (x / sigma) ** 2
+    if kind == "gaussian":
+        return base - pt.log(sigma) - _LOG_SQRT_2PI
+    return base - log_z_discrete_gaussian(sigma)
+
+
+def _gauss_logp(fam, y, sigma, kind):
+    sigma_max = _sigma_max(sigma)
+    y = pt.broadcast_arrays(y, fam.lo, sigma)[0]
+    ef, ey, es = fam.expand(), _e(y), _e(sigma)
+
+    def term(s):
+        return ef.log_pmf(s) + _gauss_log_density(ey - s, es, kind)
+
+    def diff(s):
+        return fam.log_ratio(s) + (2.0 * (y - s) - 1.0) / (2.0 * sigma**2)
+
+    mode = fam.mode()
+    a = pt.clip(pt.minimum(mode, pt.floor(y)), fam.lo, fam.hi)
+    b = pt.clip(pt.maximum(mode, pt.ceil(y)), fam.lo, fam.hi)
+    return _s_side_sum(fam, term, diff, a, b, fam.lo, fam.hi, sigma_max)
+
+
+def _laplace_kind_logp(fam, y, b, kind):
+    lap = fam.laplace_logp(y, b)
+    if kind == "laplace":
+        return lap
+    h = 0.5 / b
+    if kind == "discrete_laplace":
+        return lap + pt.log(2.0 * b) + log_tanh(h)
+    # rounded Laplace: sinh(h) S (1 - tanh(h/2) P_S(y) / S), log S = lap + log 2b
+    log_s = lap + pt.log(2.0 * b)
+    log_ps = fam.log_pmf_any(y)
+    has = pt.isfinite(log_ps)
+    x = pt.switch(has, log_tanh(0.5 * h) + log_ps - log_s, -1.0)
+    corr = pt.switch(has, pt.log1mexp(pt.minimum(x, -1e-300)), 0.0)
+    return log_sinh(h) + log_s + corr
+
+
+def _logp(fam, y, kind, param):
+    if kind in ("laplace", "discrete_laplace", "rounded_laplace"):
+        res = _laplace_kind_logp(fam, y, param, kind)
+    else:
+        res = _gauss_logp(fam, y, param, kind)
+    if kind in DISCRETE:
+        res = pt.switch(pt.eq(y, pt.round(y)), res, -np.inf)
+    return res
+
+
+def _gauss_split_log_cdfs(fam, m, sigma):
+    """Continuous Gaussian noise: (log P(Y <= m), log P(Y > m)) by the split of the module docstring."""
+    sigma_max = _sigma_max(sigma)
+    m = pt.broadcast_arrays(m, fam.lo, sigma)[0]
+    k = pt.floor(m)
+    ef, em, es = fam.expand(), _e(m), _e(sigma)
+    mode = fam.mode()
+    lo, hi = fam.lo, fam.hi
+
+    # below: s <= k, summand P(s) Q((m - s)/sigma)
+    has_below = k >= lo
+    hi_c = pt.clip(k, lo, hi)
+
+    def term_c(s):
+        return ef.log_pmf(s) + log_ndtr(-(em - s) / es)
+
+    def diff_c(s):
+        return fam.log_ratio(s) + log_ndtr(-(m - s - 1.0) / sigma) - log_ndtr(-(m - s) / sigma)
+
+    a_c = pt.clip(pt.minimum(mode, hi_c), lo, hi_c)
+    log_c = _s_side_sum(fam, term_c, diff_c, a_c, hi_c, lo, hi_c, sigma_max, 0.63)
+
+    # above: s > k, summand P(s) Phi((m - s)/sigma)
+    has_above = k + 1.0 <= hi
+    lo_b = pt.clip(k + 1.0, lo, hi)
+
+    def term_b(s):
+        return ef.log_pmf(s) + log_ndtr((em - s) / es)
+
+    def diff_b(s):
+        return fam.log_ratio(s) + log_ndtr((m - s - 1.0) / sigma) - log_ndtr((m - s) / sigma)
+
+    b_b = pt.clip(pt.maximum(mode, lo_b), lo_b, hi)
+    log_b = _s_side_sum(fam, term_b, diff_b, lo_b, b_b, lo_b, hi, sigma_max, 0.63)
+
+    kk = pt.clip(k, lo - 1.0, hi)
+    zero = pt.zeros_like(log_c)
+    return split_log_cdfs(
+        fam.log_cdf(pt.clip(kk, lo, hi)), log_c, has_below, fam.log_sf(kk), log_b, has_above,
+        zero, zero,
+    )
+
+
+def _dg_log_cdfs(fam, m, sigma):
+    """Discrete Gaussian noise at an integer m: both tails as sums over the noise value."""
+    sigma_max = _sigma_max(sigma)
+    m = pt.broadcast_arrays(pt.floor(m), fam.lo, sigma)[0]
+    width = window_half_width(sigma_max)
+    ef, em, es = fam.expand(), _e(m), _e(sigma)
+    log_z = log_z_discrete_gaussian(es)
+    reach = fam.reach()
+    big = pt.full_like(m, 2.0**62)
+
+    def noise_step(j):  # log P_N(j+1) - log P_N(j)
+        return -(2.0 * j + 1.0) / (2.0 * sigma**2)
+
+    # log P(Y <= m) = log sum_{j <= m} P_N(j) F_S(m - j)
+    def term_lo(j):
+        return -0.5 * (j / es) ** 2 - log_z + ef.log_cdf(em - j)
+
+    def diff_lo(j):
+        return noise_step(j) + fam.log_cdf(m - j - 1.0) - fam.log_cdf(m - j)
+
+    b_lo = pt.minimum(0.0, m)
+    a_lo = pt.minimum(pt.maximum(m - reach, -big), b_lo)
+    c_lo = _argmax(diff_lo, a_lo, b_lo, _MAX_ITERS)
+    logcdf = _window(term_lo, c_lo, -big, m, width)
+
+    # log P(Y > m) = log sum_{j > m - reach} P_N(j) (1 - F_S(m - j))
+    def term_hi(j):
+        return -0.5 * (j / es) ** 2 - log_z + ef.log_sf(em - j)
+
+    def diff_hi(j):
+        return noise_step(j) + fam.log_sf(m - j - 1.0) - fam.log_sf(m - j)
+
+    a_hi = pt.maximum(0.0, m - reach + 1.0)
+    b_hi = pt.maximum(pt.minimum(m + 1.0, big), a_hi)
+    c_hi = _argmax(diff_hi, a_hi, b_hi, _MAX_ITERS)
+    logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width)
+    return logcdf, logccdf
+
+
+def _discrete_laplace_log_cdfs(fam, m, b):
+    m = pt.floor(m)
+    t = 1.0 / b
+    left, has_left, right, has_right = fam.laplace_halves(m, t)
+    below, _, above, _ = fam.laplace_halves(m, t, tilt=False)
+    log1pa = pt.softplus(-t)  # log(1 + a)
+    return split_log_cdfs(
+        below, left, has_left, above, right, has_right, -t - log1pa, -log1pa
+    )
+
+
+def _log_cdfs(fam, y, kind, param):
+    if kind == "laplace":
+        return fam.laplace_log_cdfs(y, param)
+    if kind == "rounded_laplace":
+        return fam.laplace_log_cdfs(pt.floor(y) + 0.5, param)
+    if kind == "discrete_laplace":
+        return _discrete_laplace_log_cdfs(fam, y, param)
+    if kind == "gaussian":
+        return _gauss_split_log_cdfs(fam, y, param)
+    return _dg_log_cdfs(fam, y, param)
+
+
+def _log_sf_at(fam, u, kind, param):
+    """log P(Y >= u)."""
+    if kind in DISCRETE:
+        return _log_cdfs(fam, u - 1.0, kind, param)[1]
+    return _log_cdfs(fam, u, kind, param)[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Degenerate counts: the noise alone, shifted
+# --------------------------------------------------------------------------------------------
+
+
+def _noise_log_cdfs(kind, x, param):
+    if kind in DISCRETE:
+        k = pt.floor(x)
+        return noise_logcdf(kind, k, param), noise_logcdf(kind, -k - 1.0, param)
+    return noise_logcdf(kind, x, param), noise_logcdf(kind, -x, param)
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+# --------------------------------------------------------------------------------------------
+
+
+def _static_max(x):
+    v = known_value(x)
+    return None if v is None else float(np.max(v)) if np.size(v) else 0.0
+
+
+def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
+    y = _f64(value)
+    if lower is None and upper is None:
+        return logp_fn(y)
+    lo = _f64(-np.inf if lower is None else lower)
+    hi = _f64(np.inf if upper is None else upper)
+    inside = logp_fn(pt.clip(y, pt.maximum(lo, -1e300), pt.minimum(hi, 1e300)))
+    res = inside
+    if upper is not None:
+        safe_hi = pt.switch(pt.isfinite(hi), hi, 0.0)
+        at_hi = (
+            log_cdfs_fn(safe_hi - 1.0)[1] if kind in DISCRETE else log_cdfs_fn(safe_hi)[1]
+        )
+        res = pt.switch(pt.eq(y, hi), at_hi, res)
+    if lower is not None:
+        safe_lo = pt.switch(pt.isfinite(lo), lo, 0.0)
+        res = pt.switch(pt.eq(y, lo), log_cdfs_fn(safe_lo)[0], res)
+    return pt.switch((y < lo) | (y > hi), -np.inf, res)
+
+
+def _clamped_log_cdfs(value, lower, upper, log_cdfs_fn):
+    y = _f64(value)
+    if lower is None and upper is None:
+        return log_cdfs_fn(y)
+    lo = _f64(-np.inf if lower is None else lower)
+    hi = _f64(np.inf if upper is None else upper)
+    logcdf, logccdf = log_cdfs_fn(pt.clip(y, pt.maximum(lo, -1e300), pt.minimum(hi, 1e300)))
+    logcdf = pt.switch(y < lo, -np.inf, pt.switch(y >= hi, 0.0, logcdf))
+    logccdf = pt.switch(y < lo, 0.0, pt.switch(y >= hi, -np.inf, logccdf))
+    return logcdf, logccdf
+
+
+def _binomial_parts(n, p, kind, param):
+    n, p, param = _f64(n), _f64(p), _f64(param)
+    deg0, deg1 = p <= 0.0, p >= 1.0
+    deg = deg0 | deg1
+    p_safe = pt.switch(deg, 0.5, p)
+    fam = _Binomial(n, pt.log(p_safe) - pt.log1p(-p_safe), _static_max(n))
+    shift = pt.switch(deg1, n, 0.0)
+    return fam, deg, shift, param
+
+
+def noisy_binomial_logp(value, n, p, kind, param, lower=None, upper=None):
+    r"""Log pmf / pdf of :math:`\mathrm{clamp}(S + N, L, U)`, :math:`S \sim \mathrm{Bin}(n, p)`.
+
+    ``kind`` is one of :data:`KINDS` and ``param`` its scale (Laplace kinds) or sigma
+    (Gaussian kinds; a constant).  ``lower`` / ``upper`` (``None``: no clamp) are the
+    release's clamp.  Exact; see the module docstring.
+    """
+    fam, deg, shift, param = _binomial_parts(n, p, kind, param)
+
+    def logp_fn(y):
+        general = _logp(fam, y, kind, param)
+        point = noise_logp(kind, y - shift, param)
+        return pt.switch(deg, point, general)
+
+    def log_cdfs_fn(y):
+        return _degenerate_cdfs(fam, y, kind, param, deg, shift)
+
+    return _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn)
+
+
+def _degenerate_cdfs(fam, y, kind, param, deg, shift):
+    lc, lcc = _log_cdfs(fam, y, kind, param)
+    pc, pcc = _noise_log_cdfs(kind, y - shift, param)
+    return pt.switch(deg, pc, lc), pt.switch(deg, pcc, lcc)
+
+
+def noisy_binomial_log_cdfs(value, n, p, kind, param, lower=None, upper=None):
+    """``(log F(z), log(1 - F(z)))`` of the release of :func:`noisy_binomial_logp`."""
+    fam, deg, shift, param = _binomial_parts(n, p, kind, param)
+    return _clamped_log_cdfs(
+        value, lower, upper, lambda y: _degenerate_cdfs(fam, y, kind, param, deg, shift)
+    )
+
+
+def _poisson_parts(mu, param):
+    mu, param = _f64(mu), _f64(param)
+    deg = mu <= 0.0
+    fam = _Poisson(pt.log(pt.switch(deg, 1.0, mu)))
+    return fam, deg, pt.zeros_like(mu), param
+
+
+def noisy_poisson_logp(value, mu, kind, param, lower=None, upper=None):
+    r"""Log pmf / pdf of :math:`\mathrm{clamp}(S + N, L, U)`, :math:`S \sim \mathrm{Poisson}(\mu)`.
+
+    Arguments as :func:`noisy_binomial_logp`.
+    """
+    fam, deg, shift, param = _poisson_parts(mu, param)
+
+    def logp_fn(y):
+        return pt.switch(deg, noise_logp(kind, y, param), _logp(fam, y, kind, param))
+
+    def log_cdfs_fn(y):
+        return _degenerate_cdfs(fam, y, kind, param, deg, shift)
+
+    return _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn)
+
+
+def noisy_poisson_log_cdfs(value, mu, kind, param, lower=None, upper=None):
+    """``(log F(z), log(1 - F(z)))`` of the release of :func:`noisy_poisson_logp`."""
+    fam, deg, shift, param = _poisson_parts(mu, param)
+    return _clamped_log_cdfs(
+        value, lower, upper, lambda y: _degenerate_cdfs(fam, y, kind, param, deg, shift)
+    )
