@@ -5,6 +5,10 @@ account for the noise and stay calibrated.
 
 Subpackages
 -----------
+noise
+    Noise as a value: the Laplace, discrete Laplace, rounded Laplace, Gaussian and discrete
+    Gaussian noise of real DP systems (OpenDP, Tumult, Google's DP library, the 2020 Census),
+    with exact samplers and readers of their releases.
 mechanisms
     Release-side NumPy mechanisms (what the data holder or client runs), including the
     posterior-release mechanisms for discrete Bayesian networks.
@@ -48,6 +52,8 @@ _DISTRIBUTIONS = (
     "LaplacePerturbedClippedExponentialSummary",
     "LaplacePerturbedClippedNormal",
     "LaplacePerturbedClippedNormalSummary",
+    "NoisyBinomial",
+    "NoisyPoisson",
     "OUELikelihood",
     "PerturbedLinReg",
     "PerturbedLinRegSummary",
@@ -72,7 +78,7 @@ def __getattr__(name):
         value = getattr(importlib.import_module(".distributions", __name__), name)
     elif name in _OTHER:
         value = getattr(importlib.import_module(_OTHER[name], __name__), name)
-    elif name in ("mechanisms", "summaries"):
+    elif name in ("mechanisms", "summaries", "noise"):
         value = importlib.import_module("." + name, __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -89,4 +95,4 @@ try:
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
-__all__ = [*_DISTRIBUTIONS, *_OTHER, "__version__", "mechanisms", "summaries"]
+__all__ = [*_DISTRIBUTIONS, *_OTHER, "__version__", "mechanisms", "noise", "summaries"]

@@ -437,7 +437,7 @@ class DiscreteGaussian(_GaussianKind):
         s = np.atleast_1d(s)
         out = np.empty_like(s)
         for i, si in enumerate(s.ravel()):
-            kmax = int(math.ceil(math.sqrt(2 * TAIL_NATS) * si)) + 12
+            kmax = math.ceil(math.sqrt(2 * TAIL_NATS) * si) + 12
             k = np.arange(-kmax, kmax + 1, dtype="float64")
             w = np.exp(-(k**2) / (2.0 * si**2))
             out.ravel()[i] = (k**2 * w).sum() / w.sum()

@@ -6,7 +6,8 @@ privatised reports), and constant parameters are validated when the variable is 
 
 Modules: :mod:`~pymc_dpnoise.distributions.clipped` (clipped Normal and Exponential values
 plus Laplace noise, and their binned summaries), :mod:`~pymc_dpnoise.distributions.counts`
-(Laplace-noised binomial and Poisson counts), :mod:`~pymc_dpnoise.distributions.frequency`
+(Laplace-noised binomial and Poisson counts), :mod:`~pymc_dpnoise.distributions.noisy_counts`
+(binomial and Poisson counts with any noise of :mod:`pymc_dpnoise.noise`, clamped or not), :mod:`~pymc_dpnoise.distributions.frequency`
 (frequency oracles: OUE, SUE, unary encoding, k-RR),
 :mod:`~pymc_dpnoise.distributions.regression` (perturbed-input linear and logistic
 regression) and :mod:`~pymc_dpnoise.distributions.sufficient` (noisy sufficient statistics
@@ -36,6 +37,7 @@ from .expfam import (
     LaplaceNoisyTruncatedPoisson,
 )
 from .expfam_normal import LaplaceNoisyTruncatedNormal
+from .noisy_counts import NoisyBinomial, NoisyPoisson
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,

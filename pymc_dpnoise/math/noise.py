@@ -109,7 +109,7 @@ def _dg_tail_width(param):
             "the discrete Gaussian CDF needs a constant `sigma` (its sums are over a window "
             "sized from sigma when the graph is built)"
         )
-    return int(math.ceil(math.sqrt(2.0 * TAIL_NATS) * float(np.max(v)))) + 2
+    return math.ceil(math.sqrt(2.0 * TAIL_NATS) * float(np.max(v))) + 2
 
 
 def noise_logcdf(kind, x, param):
@@ -127,9 +127,7 @@ def noise_logcdf(kind, x, param):
         log1pa = pt.softplus(-1.0 / p)
         neg = pt.minimum(k, 0.0)
         pos = pt.maximum(k, 0.0)
-        return pt.switch(
-            k < 0.0, neg / p - log1pa, pt.log1mexp(-(pos + 1.0) / p - log1pa)
-        )
+        return pt.switch(k < 0.0, neg / p - log1pa, pt.log1mexp(-(pos + 1.0) / p - log1pa))
     if kind == "discrete_gaussian":
         width = _dg_tail_width(param)
         # P(N <= j) for j = min(k, -k-1) <= -1: a sum over j, j-1, ..., j-width

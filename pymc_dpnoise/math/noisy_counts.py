@@ -95,6 +95,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 from pytensor.graph.basic import Constant, Variable
@@ -166,7 +167,7 @@ class _Binomial:
         self.lo = pt.zeros_like(n)
         self.hi = n
         self.curvature = 4.0 / (n_max + 2.0) if n_max is not None else 0.0
-        self.iters = _MAX_ITERS if n_max is None else int(math.ceil(math.log2(n_max + 2.0))) + 2
+        self.iters = _MAX_ITERS if n_max is None else math.ceil(math.log2(n_max + 2.0)) + 2
 
     def expand(self):
         return _Binomial(_e(self.n), _e(self.lq), self.n_max)
@@ -270,7 +271,7 @@ def window_half_width(sigma_max, kappa_extra=0.0, kappa_factor=1.0):
     summand has second differences at most :math:`-\kappa`,
     :math:`\kappa = \text{kappa\_factor}/\sigma_{\max}^2 + \text{kappa\_extra}`."""
     kappa = kappa_factor / float(sigma_max) ** 2 + kappa_extra
-    return int(math.ceil(math.sqrt(2.0 * TAIL_NATS / kappa))) + 2
+    return math.ceil(math.sqrt(2.0 * TAIL_NATS / kappa)) + 2
 
 
 def _lse(vals):
@@ -281,14 +282,20 @@ def _lse(vals):
 
 
 def _argmax(diff, a, b, iters):
-    """Argmax over the integers of [a, b] of a concave sequence with forward difference ``diff``."""
-    a, b = pt.broadcast_arrays(a, b)
-    for _ in range(iters):
+    """Argmax over the integers of [a, b] of a concave sequence with forward difference ``diff``.
+
+    Bisection on the sign of ``diff`` (non-increasing), ``iters`` steps of a ``scan`` (one
+    small inner graph however many steps; no gradient flows through the position).
+    """
+    a, b = pt.broadcast_arrays(_f64(a), _f64(b))
+
+    def step(a, b):
         mid = pt.floor(0.5 * (a + b))
         go = (mid < b) & (diff(mid) >= 0.0)
-        a = pt.switch(go, mid + 1.0, a)
-        b = pt.switch(go, b, mid)
-    return disconnected_grad(a)
+        return pt.switch(go, mid + 1.0, a), pt.switch(go, b, mid)
+
+    (a_s, _), _ = pytensor.scan(step, outputs_info=[a, b], n_steps=iters, return_updates=True)
+    return disconnected_grad(a_s[-1])
 
 
 def _window(term, center, lo, hi, half_width):
@@ -315,8 +322,9 @@ def _s_side_sum(fam, term, diff, a, b, lo, hi, sigma_max, kappa_factor=1.0):
     argmax in [a, b]; the whole support when the window would be wider than it."""
     width = window_half_width(sigma_max, fam.curvature, kappa_factor)
     if fam.n_max is not None and fam.n_max + 1 <= 2 * width + 1:
-        return _full_support(lambda s: pt.switch((s >= _e(lo)) & (s <= _e(hi)), term(s), -np.inf),
-                             fam.n_max, fam.hi)
+        return _full_support(
+            lambda s: pt.switch((s >= _e(lo)) & (s <= _e(hi)), term(s), -np.inf), fam.n_max, fam.hi
+        )
     c = _argmax(diff, a, b, fam.iters)
     return _window(term, c, lo, hi, width)
 
@@ -424,8 +432,14 @@ def _gauss_split_log_cdfs(fam, m, sigma):
     kk = pt.clip(k, lo - 1.0, hi)
     zero = pt.zeros_like(log_c)
     return split_log_cdfs(
-        fam.log_cdf(pt.clip(kk, lo, hi)), log_c, has_below, fam.log_sf(kk), log_b, has_above,
-        zero, zero,
+        fam.log_cdf(pt.clip(kk, lo, hi)),
+        log_c,
+        has_below,
+        fam.log_sf(kk),
+        log_b,
+        has_above,
+        zero,
+        zero,
     )
 
 
@@ -465,7 +479,7 @@ def _dg_log_cdfs(fam, m, sigma):
     b_hi = pt.maximum(pt.minimum(m + 1.0, big), a_hi)
     c_hi = _argmax(diff_hi, a_hi, b_hi, _MAX_ITERS)
     logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width)
-    return logcdf, logccdf
+    return pt.minimum(logcdf, 0.0), pt.minimum(logccdf, 0.0)
 
 
 def _discrete_laplace_log_cdfs(fam, m, b):
@@ -474,9 +488,7 @@ def _discrete_laplace_log_cdfs(fam, m, b):
     left, has_left, right, has_right = fam.laplace_halves(m, t)
     below, _, above, _ = fam.laplace_halves(m, t, tilt=False)
     log1pa = pt.softplus(-t)  # log(1 + a)
-    return split_log_cdfs(
-        below, left, has_left, above, right, has_right, -t - log1pa, -log1pa
-    )
+    return split_log_cdfs(below, left, has_left, above, right, has_right, -t - log1pa, -log1pa)
 
 
 def _log_cdfs(fam, y, kind, param):
@@ -530,9 +542,7 @@ def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
     res = inside
     if upper is not None:
         safe_hi = pt.switch(pt.isfinite(hi), hi, 0.0)
-        at_hi = (
-            log_cdfs_fn(safe_hi - 1.0)[1] if kind in DISCRETE else log_cdfs_fn(safe_hi)[1]
-        )
+        at_hi = log_cdfs_fn(safe_hi - 1.0)[1] if kind in DISCRETE else log_cdfs_fn(safe_hi)[1]
         res = pt.switch(pt.eq(y, hi), at_hi, res)
     if lower is not None:
         safe_lo = pt.switch(pt.isfinite(lo), lo, 0.0)
