@@ -10,6 +10,7 @@ count pmf times the noise CDF.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -33,74 +34,161 @@ def noise_logpmf(kind, x, p):
         a = math.exp(-1 / p)
         return math.log((1 - a) / (1 + a)) - np.abs(x) / p
     if kind == "rounded_laplace":
-        # F(j + 1/2) - F(j - 1/2) of the Laplace, written for |j| >= 1 and j = 0
+        # F(j + 1/2) - F(j - 1/2) of the Laplace: for |j| >= 1 both are on one side,
+        # (1/2) e^{-(|j| - 1/2)/b} (1 - e^{-1/b}); at 0, 1 - e^{-1/(2b)}
         j = np.abs(x)
-        lo = stats.laplace.logsf(j - 0.5, 0.0, p)
-        hi = stats.laplace.logsf(j + 0.5, 0.0, p)
-        out = lo + np.log1p(-np.exp(hi - lo))
-        return np.where(j == 0, np.log1p(-np.exp(-0.5 / p)), out)
+        out = -math.log(2.0) - (j - 0.5) / p + math.log(-math.expm1(-1.0 / p))
+        return np.where(j == 0, math.log(-math.expm1(-0.5 / p)), out)
     if kind == "discrete_gaussian":
         return -(x**2) / (2 * p**2) - _log_z_dg(p)
     raise ValueError(kind)
 
 
+def _dg_logcdf_table(sigma):
+    """(k0, table): log P(N <= k) for k = k0, k0 + 1, ... by cumulative log-sum-exp."""
+    kmax = int(60 * sigma) + 60
+    k = np.arange(-kmax, kmax + 1, dtype="float64")
+    return -kmax, np.logaddexp.accumulate(noise_logpmf("discrete_gaussian", k, sigma))
+
+
+_DG_TABLES = {}
+
+
+def _laplace_logcdf(x, b):
+    # written out: SciPy's laplace.logcdf underflows to -inf below about -745 b
+    with np.errstate(over="ignore"):
+        return np.where(
+            x < 0,
+            -math.log(2.0) + np.minimum(x, 0) / b,
+            np.log1p(-0.5 * np.exp(-np.maximum(x, 0) / b)),
+        )
+
+
+def _dg_tail(k, sigma):
+    """log P(N <= k) for k below the table: the sum over k, k-1, ... directly, in chunks."""
+    width = int(60 * sigma) + 100
+    i = np.arange(width, dtype="float64")
+    out = np.empty(k.shape)
+    step = max(1, 20_000_000 // width)
+    for a in range(0, k.size, step):
+        kk = k.ravel()[a : a + step, None]
+        out.ravel()[a : a + step] = special.logsumexp(-((kk - i) ** 2) / (2 * sigma**2), axis=1)
+    return out - _log_z_dg(sigma)
+
+
 def noise_logcdf(kind, x, p):
-    """log P(N <= x) (x integer for the discrete kinds)."""
+    """log P(N <= x) (at floor(x) for the discrete kinds)."""
     x = np.asarray(x, dtype="float64")
     if kind == "laplace":
-        return stats.laplace.logcdf(x, 0.0, p)
+        return _laplace_logcdf(x, p)
     if kind == "gaussian":
         return stats.norm.logcdf(x, 0.0, p)
+    k = np.floor(x)
     if kind == "rounded_laplace":
-        return stats.laplace.logcdf(np.floor(x) + 0.5, 0.0, p)
-    kmax = int(60 * p) + 40
-    out = np.empty(x.shape)
-    for i, xi in np.ndenumerate(x):
-        k = np.floor(xi)
-        lo_k = np.arange(k - kmax - 200 * max(p, 1), k + 1)
-        hi_k = np.arange(k + 1, k + kmax + 200 * max(p, 1) + 2)
-        l_lo = special.logsumexp(noise_logpmf(kind, lo_k, p))
-        l_hi = special.logsumexp(noise_logpmf(kind, hi_k, p))
-        out[i] = l_lo - np.logaddexp(l_lo, l_hi)
-    return out
+        return _laplace_logcdf(k + 0.5, p)
+    if kind == "discrete_laplace":
+        # sum_{j <= k} of the pmf, written as geometric series on each side of 0
+        a = math.exp(-1 / p)
+        with np.errstate(divide="ignore"):
+            neg = -np.abs(k) / p - math.log1p(a)  # a^{|k|} / (1 + a), k < 0
+            pos = np.log1p(-np.exp(-(np.abs(k) + 1) / p) / (1 + a))
+        return np.where(k < 0, neg, pos)
+    if kind == "discrete_gaussian":
+        if p not in _DG_TABLES:
+            _DG_TABLES[p] = _dg_logcdf_table(p)
+        k0, table = _DG_TABLES[p]
+        idx = (k - k0).astype("int64")
+        out = table[np.clip(idx, 0, len(table) - 1)]
+        out = np.where(idx >= len(table), 0.0, out)
+        below = idx < 0
+        if np.any(below):
+            out = np.array(out, dtype="float64")
+            out[below] = _dg_tail(k[below], p)
+        return out
+    raise ValueError(kind)
 
 
-def _support(family, params):
+#: largest n summed over its whole support; above it the reference sums a window located
+#: by a coarse scan (see _support)
+FULL_SUPPORT_MAX = 2_000_000
+
+
+@functools.lru_cache(maxsize=64)
+def _full_support(family, params):
+    s, lps = _support(family, params)
+    s.setflags(write=False)
+    lps.setflags(write=False)
+    return s, lps
+
+
+def _support(family, params, locate=None):
+    """(s, log P(s)) over the support, or for a huge binomial over a generous window around
+    the maximum of ``locate(s, log P(s))`` found on a coarse grid of 2e5 points."""
     if family == "binomial":
         n, q = params
-        s = np.arange(0, int(n) + 1, dtype="float64")
+        n = int(n)
+        if n <= FULL_SUPPORT_MAX or locate is None:
+            s = np.arange(0, n + 1, dtype="float64")
+        else:
+            coarse = np.unique(np.linspace(0, n, 200_001).round())
+            c = coarse[np.argmax(locate(coarse, stats.binom.logpmf(coarse, n, q)))]
+            half = 4 * n / 200_000 + locate.reach + 80 * math.sqrt(n * q * (1 - q) + 1) + 1000
+            s = np.arange(max(0, c - half), min(n, c + half) + 1, dtype="float64")
         with np.errstate(divide="ignore"):
-            return s, stats.binom.logpmf(s, int(n), q)
+            return s, stats.binom.logpmf(s, n, q)
     (mu,) = params
     top = int(mu + 60 * math.sqrt(mu + 1) + 400)
     s = np.arange(0, top + 1, dtype="float64")
     return s, stats.poisson.logpmf(s, mu)
 
 
+class _Locate:
+    def __init__(self, fn, reach):
+        self.fn, self.reach = fn, reach
+
+    def __call__(self, s, lps):
+        return lps + self.fn(s)
+
+
+def _reach(kind, p):
+    return 80 * p + 100
+
+
 def count_logp(family, params, kind, p, y, lower=None, upper=None):
     """Brute-force log pmf/pdf of clamp(S + N, lower, upper) at the scalar y."""
-    s, lps = _support(family, params)
-    if lower is not None and y < lower or upper is not None and y > upper:
+    if (lower is not None and y < lower) or (upper is not None and y > upper):
         return -np.inf
     discrete = kind in ("discrete_laplace", "rounded_laplace", "discrete_gaussian")
+    reach = _reach(kind, p)
     if lower is not None and y == lower:
-        return special.logsumexp(lps + noise_logcdf(kind, lower - s, p))
-    if upper is not None and y == upper:
+        fn = lambda s: noise_logcdf(kind, lower - s, p)  # noqa: E731
+    elif upper is not None and y == upper:
         at = upper - 1 if discrete else upper
         # P(N > at - s) = P(N < s - at) = P(N <= s - at - 1) (discrete) / P(N <= s - at)
-        arg = s - at - 1 if discrete else s - at
-        return special.logsumexp(lps + noise_logcdf(kind, arg, p))
-    if discrete and y != round(y):
-        return -np.inf
-    return special.logsumexp(lps + noise_logpmf(kind, y - s, p))
+        fn = lambda s: noise_logcdf(kind, s - at - 1 if discrete else s - at, p)  # noqa: E731
+    else:
+        if discrete and y != round(y):
+            return -np.inf
+        fn = lambda s: noise_logpmf(kind, y - s, p)  # noqa: E731
+    s, lps = _pick(family, params, _Locate(fn, reach))
+    return special.logsumexp(lps + fn(s))
+
+
+def _pick(family, params, locate):
+    if family == "binomial" and int(params[0]) > FULL_SUPPORT_MAX:
+        return _support(family, params, locate)
+    return _full_support(family, tuple(float(x) for x in params))
 
 
 def count_logcdf(family, params, kind, p, y):
     """Brute-force (log P(Y <= y), log P(Y > y)) of the unclamped release."""
-    s, lps = _support(family, params)
     discrete = kind in ("discrete_laplace", "rounded_laplace", "discrete_gaussian")
     k = math.floor(y) if discrete else y
-    lo = special.logsumexp(lps + noise_logcdf(kind, k - s, p))
-    arg = s - k - 1 if discrete else s - k
-    hi = special.logsumexp(lps + noise_logcdf(kind, arg, p))
-    return lo, hi
+    reach = _reach(kind, p)
+    lo_fn = lambda s: noise_logcdf(kind, k - s, p)  # noqa: E731
+    hi_fn = lambda s: noise_logcdf(kind, s - k - 1 if discrete else s - k, p)  # noqa: E731
+    out = []
+    for fn in (lo_fn, hi_fn):
+        s, lps = _pick(family, params, _Locate(fn, reach))
+        out.append(special.logsumexp(lps + fn(s)))
+    return tuple(out)

@@ -37,13 +37,13 @@ from .expfam import (
     LaplaceNoisyTruncatedPoisson,
 )
 from .expfam_normal import LaplaceNoisyTruncatedNormal
-from .noisy_counts import NoisyBinomial, NoisyPoisson
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
     SUELikelihood,
     UnaryEncodingLikelihood,
 )
+from .noisy_counts import NoisyBinomial, NoisyPoisson
 from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
 

@@ -39,6 +39,7 @@ __all__ = ["NoisyBinomial", "NoisyPoisson"]
 #: sampler is above 0.55 for every sigma, so no proposal is accepted with probability below
 #: 0.45^64 < 1e-22 per draw (tests/test_noisy_counts.py checks the bound).
 DG_PROPOSALS = 64
+_HUGE = np.float64(1e300)
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ def _check_value(value, discrete):
 
 def _support_point(center, lower, upper, size, discrete, *others):
     point = pt.clip(center, lower, upper)
-    point = pt.clip(point, pt.maximum(lower, -1e300), pt.minimum(upper, 1e300))
+    point = pt.clip(point, pt.maximum(lower, -_HUGE), pt.minimum(upper, _HUGE))
     if discrete:
         point = pt.round(point)
     point, *_ = pt.broadcast_arrays(point, *others)

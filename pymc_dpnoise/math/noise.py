@@ -27,6 +27,8 @@ _LOG2 = np.float64(math.log(2.0))
 _LOG_SQRT_2PI = np.float64(0.5 * math.log(2.0 * math.pi))
 _SQRT1_2 = np.float64(math.sqrt(0.5))
 TAIL_NATS = 46.0
+_TINY = np.float64(-1e-300)
+_HUGE = np.float64(1e300)
 
 
 def _f64(x):
@@ -135,5 +137,5 @@ def noise_logcdf(kind, x, param):
         i = pt.arange(width + 1, dtype="float64")
         terms = -((j[..., None] - i) ** 2) / (2.0 * p[..., None] ** 2)
         tail = pt.logsumexp(terms, axis=-1) - log_z_discrete_gaussian(p)
-        return pt.switch(k < 0.0, tail, pt.log1mexp(pt.minimum(tail, -1e-300)))
+        return pt.switch(k < 0.0, tail, pt.log1mexp(pt.minimum(tail, _TINY)))
     raise ValueError(f"unknown noise kind {kind!r}")

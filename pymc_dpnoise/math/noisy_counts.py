@@ -28,16 +28,17 @@ the Laplace halves at :math:`y = m` with other weights (both corrections are at 
 the mass on their side, so the log-space combination of
 :func:`~pymc_dpnoise.math._laplace_cdf.split_log_cdfs` keeps full relative accuracy).
 
-*Rounded Laplace*: :math:`P(N = j) = \sinh(h)\,a^{|j|} - (\cosh h - 1)[j = 0]`,
-:math:`h = 1/(2b)`, so with :math:`S(y) = \sum_s P(s)a^{|y-s|} = 2b\,p^{\mathrm{Lap}}_Y(y)`
+*Rounded Laplace*: :math:`P(N = j) = \sinh(h)\,a^{|j|}` for :math:`j \ne 0` and
+:math:`1 - e^{-h}` at 0, :math:`h = 1/(2b)`, so
 
 .. math::
 
-    P(Y = y) = \sinh(h)\,S(y)\,\bigl(1 - \tanh(h/2)\,P_S(y)/S(y)\bigr),
+    P(Y = y) = (1 - e^{-h})\,P_S(y) + \sinh(h)\,\bigl[a L(y - 1) + R(y)\bigr],
 
-where :math:`P_S(y) \le S(y)`, so the bracket lies in :math:`[1 - \tanh(h/2), 1]` and its log
-is a ``log1mexp`` of an argument below :math:`\log\tanh(h/2) < 0`.  The CDF is the continuous
-one at :math:`m + \tfrac12`.
+the two Laplace halves taken one step apart so that neither contains :math:`s = y`: three
+positive terms, summed in log space (writing it as :math:`\sinh(h) S(y) - (\cosh h - 1)
+P_S(y)` cancels catastrophically when :math:`b` is small).  The CDF is the continuous one at
+:math:`m + \tfrac12`.
 
 Gaussian kinds: sums over a window that provably holds the mass
 ----------------------------------------------------------------
@@ -127,6 +128,9 @@ __all__ = [
 KINDS = ("laplace", "discrete_laplace", "rounded_laplace", "gaussian", "discrete_gaussian")
 DISCRETE = {"discrete_laplace", "rounded_laplace", "discrete_gaussian"}
 _LOG2 = np.float64(math.log(2.0))
+_TINY = np.float64(-1e-300)
+_HUGE = np.float64(1e300)
+_BIG = np.float64(2.0**62)
 _LOG_SQRT_2PI = np.float64(0.5 * math.log(2.0 * math.pi))
 #: bisection bound when the count has no static upper end (Poisson, or a symbolic n)
 _MAX_ITERS = 64
@@ -294,7 +298,7 @@ def _argmax(diff, a, b, iters):
         go = (mid < b) & (diff(mid) >= 0.0)
         return pt.switch(go, mid + 1.0, a), pt.switch(go, b, mid)
 
-    (a_s, _), _ = pytensor.scan(step, outputs_info=[a, b], n_steps=iters, return_updates=True)
+    a_s, _ = pytensor.scan(step, outputs_info=[a, b], n_steps=iters, return_updates=False)
     return disconnected_grad(a_s[-1])
 
 
@@ -375,13 +379,19 @@ def _laplace_kind_logp(fam, y, b, kind):
     h = 0.5 / b
     if kind == "discrete_laplace":
         return lap + pt.log(2.0 * b) + log_tanh(h)
-    # rounded Laplace: sinh(h) S (1 - tanh(h/2) P_S(y) / S), log S = lap + log 2b
-    log_s = lap + pt.log(2.0 * b)
-    log_ps = fam.log_pmf_any(y)
-    has = pt.isfinite(log_ps)
-    x = pt.switch(has, log_tanh(0.5 * h) + log_ps - log_s, -1.0)
-    corr = pt.switch(has, pt.log1mexp(pt.minimum(x, -1e-300)), 0.0)
-    return log_sinh(h) + log_s + corr
+    # rounded Laplace: (1 - e^{-h}) P_S(y) + sinh(h) [a L(y - 1) + R(y)], all terms positive
+    t = 1.0 / b
+    left, has_left, _, _ = fam.laplace_halves(y - 1.0, t)
+    _, _, right, has_right = fam.laplace_halves(y, t)
+    terms = pt.stack(
+        [
+            pt.log1mexp(-h) + fam.log_pmf_any(y),
+            pt.switch(has_left, log_sinh(h) - t + left, -np.inf),
+            pt.switch(has_right, log_sinh(h) + right, -np.inf),
+        ],
+        axis=-1,
+    )
+    return _lse(terms)
 
 
 def _logp(fam, y, kind, param):
@@ -451,7 +461,7 @@ def _dg_log_cdfs(fam, m, sigma):
     ef, em, es = fam.expand(), _e(m), _e(sigma)
     log_z = log_z_discrete_gaussian(es)
     reach = fam.reach()
-    big = pt.full_like(m, 2.0**62)
+    big = pt.full_like(m, _BIG)
 
     def noise_step(j):  # log P_N(j+1) - log P_N(j)
         return -(2.0 * j + 1.0) / (2.0 * sigma**2)
@@ -538,7 +548,7 @@ def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
         return logp_fn(y)
     lo = _f64(-np.inf if lower is None else lower)
     hi = _f64(np.inf if upper is None else upper)
-    inside = logp_fn(pt.clip(y, pt.maximum(lo, -1e300), pt.minimum(hi, 1e300)))
+    inside = logp_fn(pt.clip(y, pt.maximum(lo, -_HUGE), pt.minimum(hi, _HUGE)))
     res = inside
     if upper is not None:
         safe_hi = pt.switch(pt.isfinite(hi), hi, 0.0)
@@ -556,7 +566,7 @@ def _clamped_log_cdfs(value, lower, upper, log_cdfs_fn):
         return log_cdfs_fn(y)
     lo = _f64(-np.inf if lower is None else lower)
     hi = _f64(np.inf if upper is None else upper)
-    logcdf, logccdf = log_cdfs_fn(pt.clip(y, pt.maximum(lo, -1e300), pt.minimum(hi, 1e300)))
+    logcdf, logccdf = log_cdfs_fn(pt.clip(y, pt.maximum(lo, -_HUGE), pt.minimum(hi, _HUGE)))
     logcdf = pt.switch(y < lo, -np.inf, pt.switch(y >= hi, 0.0, logcdf))
     logccdf = pt.switch(y < lo, 0.0, pt.switch(y >= hi, -np.inf, logccdf))
     return logcdf, logccdf

@@ -1,0 +1,468 @@
+"""NoisyBinomial / NoisyPoisson and the noise specs: exactness, gradients, draws, validation.
+
+References (``tests/noisy_counts_reference.py``) sum the latent count over its whole support
+(or, for n = 1e8, over a generous window located by a coarse scan) with SciPy's pmfs and the
+noise pmfs written from their definitions.  The default run checks every noise kind x
+binomial/Poisson x clamp (none, lower only, both) on a grid with n up to 1e5, p from 1e-9 to
+1 - 1e-9, noise 0.05 and 3 and releases 40 sd deep in both tails and at the bounds; the
+``slow`` grid adds noise 1e4 and n = 1e8 (one compile per noise level).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from noisy_counts_reference import count_logcdf, count_logp, noise_logcdf, noise_logpmf
+from scipy import stats
+
+import pymc_dpnoise as pmd
+from pymc_dpnoise import noise
+from pymc_dpnoise.math import noisy_counts as ncm
+
+KINDS = ncm.KINDS
+DISCRETE = ncm.DISCRETE
+SPEC = {c.kind: c for c in noise.KINDS.values()}
+
+# --------------------------------------------------------------------------------------------
+# The grid
+# --------------------------------------------------------------------------------------------
+
+
+def _sd(kind, prm):
+    return math.sqrt(float(SPEC[kind](prm).variance))
+
+
+def _rows(family, kind, params_list, noise_levels):
+    """(y, count params, noise param, lower, upper) rows reaching the extremes."""
+    rows = []
+    for cp in params_list:
+        n = cp[0] if family == "binomial" else None
+        mean = cp[0] * cp[1] if family == "binomial" else cp[0]
+        var = mean * (1 - cp[1]) if family == "binomial" else mean
+        for prm in noise_levels:
+            sd = math.sqrt(var + _sd(kind, prm) ** 2)
+            ys = [mean - 40 * sd, mean - 3 * sd, mean, mean + 0.5, mean + 3 * sd, mean + 40 * sd]
+            if kind in DISCRETE:
+                ys = [float(np.round(y)) for y in ys]
+            for y in ys:
+                rows.append((y, cp, prm, -np.inf, np.inf))
+            top = n if n is not None else float(np.round(mean + 3 * sd))
+            top = max(top, 1.0)
+            inner = [0.0, 1.0, top - 1.0, top, top + 1.0, -1.0, float(np.round(mean))]
+            for lo, hi in ((0.0, np.inf), (0.0, top)):
+                for y in inner:
+                    rows.append((y, cp, prm, lo, hi))
+    return rows
+
+
+def _reference(family, kind, row):
+    y, cp, prm, lo, hi = row
+    lo_ = None if np.isneginf(lo) else lo
+    hi_ = None if np.isposinf(hi) else hi
+    return count_logp(family, cp, kind, prm, y, lo_, hi_)
+
+
+_FUNCS = {}
+
+
+def _compiled(family, kind, noise_values):
+    """One logp + d/d(logit p or log mu) function per (family, kind, noise values)."""
+    key = (family, kind, tuple(noise_values))
+    if key not in _FUNCS:
+        y, c1, c2, lo, hi = (pt.dvector(x) for x in ("y", "c1", "c2", "lo", "hi"))
+        prm = pt.as_tensor_variable(np.asarray(noise_values, dtype="float64"))
+        t = pt.dvector("t")  # p / mu, as given (a logit round trip would move 1 - p by 1e-7)
+        if family == "binomial":
+            out = ncm.noisy_binomial_logp(y, c1, t, kind, prm, lo, hi)
+        else:
+            out = ncm.noisy_poisson_logp(y, t, kind, prm, lo, hi)
+        grad = pt.grad(out.sum(), t)
+        _FUNCS[key] = pytensor.function([y, c1, t, lo, hi], [out, grad], on_unused_input="ignore")
+    return _FUNCS[key]
+
+
+def _evaluate(family, kind, rows):
+    prm = [r[2] for r in rows]
+    f = _compiled(family, kind, prm)
+    y = np.array([r[0] for r in rows])
+    c1 = np.array([r[1][0] for r in rows], dtype="float64")
+    t = np.array([r[1][-1] for r in rows], dtype="float64")
+    lo = np.array([r[3] for r in rows])
+    hi = np.array([r[4] for r in rows])
+    return f, (y, c1, t, lo, hi)
+
+
+BINOMIAL_DEFAULT = [(n, p) for n in (0.0, 1.0, 7.0, 300.0, 1e5) for p in (1e-9, 0.3, 1 - 1e-9)]
+POISSON_DEFAULT = [(mu,) for mu in (1e-6, 0.05, 3.0, 250.0, 2e4)]
+NOISE_DEFAULT = (0.05, 3.0)
+
+
+def _check_grid(family, kind, params_list, noise_levels, atol=1e-8, rtol=1e-13):
+    rows = _rows(family, kind, params_list, noise_levels)
+    f, args = _evaluate(family, kind, rows)
+    got, grad = f(*args)
+    ref = np.array([_reference(family, kind, r) for r in rows])
+    assert np.all(np.isneginf(got) == np.isneginf(ref)), [
+        (r, g, e)
+        for r, g, e in zip(rows, got, ref, strict=True)
+        if np.isneginf(g) != np.isneginf(e)
+    ][:5]
+    fin = np.isfinite(ref)
+    err = np.abs(got[fin] - ref[fin])
+    tol = atol + rtol * np.abs(ref[fin])
+    bad = np.flatnonzero(err > tol)
+    assert bad.size == 0, [
+        (rows[i], got[fin][j], ref[fin][j])
+        for j, i in zip(bad, np.flatnonzero(fin)[bad], strict=True)
+    ][:5]
+    assert np.all(np.isfinite(grad)), "gradient not finite"
+    return rows, f, args, got, grad
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_logp_matches_brute_force(family, kind):
+    params = BINOMIAL_DEFAULT if family == "binomial" else POISSON_DEFAULT
+    rows, f, args, got, grad = _check_grid(family, kind, params, NOISE_DEFAULT)
+    # gradient w.r.t. p / mu against central differences (relative step), where the value is
+    # finite and p is away from 0 and 1 (there a step of 1e-6 p leaves the parameter space)
+    y, c1, t, lo, hi = args
+    sel = np.isfinite(got) & (t > 1e-3) & ((t < 0.999) | (family == "poisson"))
+    h = 1e-6 * t
+    up = f(y, c1, t + h, lo, hi)[0]
+    dn = f(y, c1, t - h, lo, hi)[0]
+    fd = (up - dn) / (2 * h)
+    scale = 1e-4 * (1 + np.abs(got) / t)  # FD rounding: ~1e-10 |logp| / h
+    assert np.all(np.abs(grad[sel] - fd[sel]) <= 1e-5 * np.abs(fd[sel]) + scale[sel]), np.max(
+        np.abs(grad[sel] - fd[sel]) / (1e-5 * np.abs(fd[sel]) + scale[sel])
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_logp_matches_brute_force_extreme(family, kind):
+    """Noise 1e4 and n = 1e8 (and mu = 1e7): the cost of one release depends on sigma only."""
+    params = (
+        [(1e8, p) for p in (1e-9, 0.3, 1 - 1e-9)] + [(3.0, 0.5)]
+        if family == "binomial"
+        else [(1e7,), (2.0,)]
+    )
+    _check_grid(family, kind, params, (1e4,))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_log_cdfs_match_brute_force(kind):
+    y = pt.dvector("y")
+    prm = 3.0 if kind not in ("laplace", "discrete_laplace", "rounded_laplace") else 2.0
+    lc = ncm.noisy_binomial_log_cdfs(y, 60.0, 0.2, kind, prm)
+    lcp = ncm.noisy_poisson_log_cdfs(y, 9.0, kind, prm)
+    f = pytensor.function([y], [*lc, *lcp])
+    vals = np.array([-150.0, -8.0, 0.0, 3.0, 12.0, 12.5, 20.0, 60.0, 75.0, 250.0])
+    b_lo, b_hi, p_lo, p_hi = f(vals)
+    for got_lo, got_hi, fam, cp in (
+        (b_lo, b_hi, "binomial", (60, 0.2)),
+        (p_lo, p_hi, "poisson", (9.0,)),
+    ):
+        ref = np.array([count_logcdf(fam, cp, kind, prm, v) for v in vals])
+        np.testing.assert_allclose(got_lo, ref[:, 0], rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(got_hi, ref[:, 1], rtol=1e-12, atol=1e-10)
+
+
+def test_degenerate_counts_are_the_noise_alone():
+    """p = 0, p = 1 and mu = 0 are exact (issue 22: logit p used to be clipped at +-700)."""
+    y = pt.dvector("y")
+    for kind, prm in (("laplace", 1e-6), ("discrete_gaussian", 0.05), ("gaussian", 0.05)):
+        outs = [
+            ncm.noisy_binomial_logp(y, 10.0, 0.0, kind, prm),
+            ncm.noisy_binomial_logp(y, 10.0, 1.0, kind, prm),
+            ncm.noisy_poisson_logp(y, 0.0, kind, prm),
+        ]
+        f = pytensor.function([y], outs)
+        vals = np.array([0.0, 1.0, 5.0, 10.0])
+        p0, p1, m0 = f(vals)
+        np.testing.assert_allclose(p0, noise_logpmf(kind, vals, prm), rtol=1e-14)
+        np.testing.assert_allclose(p1, noise_logpmf(kind, vals - 10.0, prm), rtol=1e-14)
+        np.testing.assert_allclose(m0, noise_logpmf(kind, vals, prm), rtol=1e-14)
+
+
+# --------------------------------------------------------------------------------------------
+# Noise specs
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_noise_logp_and_logcdf(kind):
+    x = pt.dvector("x")
+    for prm in (0.05, 0.7, 3.0, 250.0):
+        spec = SPEC[kind](prm)
+        f = pytensor.function([x], [spec.logp(x), spec.logcdf(x)])
+        vals = np.array([-40 * prm - 3, -3.0, -1.0, 0.0, 1.0, 2.0, 5 * prm, 40 * prm + 3])
+        if kind in DISCRETE:
+            vals = np.round(vals)
+        lp, lc = f(vals)
+        np.testing.assert_allclose(lp, noise_logpmf(kind, vals, prm), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(lc, noise_logcdf(kind, vals, prm), rtol=1e-12, atol=1e-12)
+
+
+def _chi2_pvalue(draws, logpmf, lo=None, hi=None):
+    """Chi-square of integer draws against a pmf over the observed range (tails pooled)."""
+    draws = np.asarray(draws)
+    k = np.arange(draws.min(), draws.max() + 1)
+    expected = np.exp(logpmf(k)) * draws.size
+    observed = np.bincount(draws - k[0], minlength=k.size)
+    # pool into bins with at least 20 expected counts
+    edges = [0]
+    acc = 0.0
+    for i, e in enumerate(expected):
+        acc += e
+        if acc >= 20:
+            edges.append(i + 1)
+            acc = 0.0
+    edges[-1] = k.size
+    obs = np.add.reduceat(observed, edges[:-1])
+    exp = np.add.reduceat(expected, edges[:-1])
+    exp *= obs.sum() / exp.sum()  # mass outside the observed range (< 1e-5 here)
+    return stats.chisquare(obs, exp).pvalue
+
+
+@pytest.mark.parametrize("kind", ["discrete_laplace", "rounded_laplace", "discrete_gaussian"])
+@pytest.mark.parametrize("prm", [0.3, 2.5, 40.0])
+def test_noise_sampler_chi_square(kind, prm):
+    draws = SPEC[kind](prm).sample(100_000, rng=np.random.default_rng(7))
+    assert draws.dtype == np.int64
+    assert _chi2_pvalue(draws, lambda k: noise_logpmf(kind, k, prm)) > 1e-4
+    # a 10% larger parameter is rejected: the check has power
+    assert _chi2_pvalue(draws, lambda k: noise_logpmf(kind, k, prm * 1.1)) < 1e-4
+
+
+def test_discrete_gaussian_proposals_bound():
+    """The symbolic sampler's DG_PROPOSALS: CKS acceptance >= 0.55 for every sigma, so a draw
+    with no accepted proposal has probability < 0.45^64."""
+    from pymc_dpnoise.distributions.noisy_counts import DG_PROPOSALS
+
+    worst = 1.0
+    for sigma in np.geomspace(1e-3, 1e4, 200):
+        t = math.floor(sigma) + 1
+        a = math.exp(-1 / t)
+        kmax = int(60 * t) + 50
+        k = np.arange(-kmax, kmax + 1)
+        prop = (1 - a) / (1 + a) * a ** np.abs(k)
+        acc = np.exp(-((np.abs(k) - sigma**2 / t) ** 2) / (2 * sigma**2))
+        worst = min(worst, float(np.sum(prop * acc)))
+    assert worst > 0.55
+    assert (1 - worst) ** DG_PROPOSALS < 1e-22
+
+
+def test_spec_constructors_and_repr():
+    assert repr(noise.DiscreteGaussian.from_rho(0.5)) == "DiscreteGaussian(sigma=1.0)"
+    assert noise.DiscreteGaussian(2.0).rho(1.0) == 0.125
+    assert noise.DiscreteLaplace.from_epsilon(0.5, 2.0).scale == 4.0
+    assert noise.Gaussian.from_rho(2.0, 2.0).sigma == 1.0
+    assert noise.from_tumult("GAUSSIAN", 9.0) == noise.DiscreteGaussian(3.0)
+    assert noise.from_tumult("LAPLACE", 2.0, integer=False) == noise.Laplace(2.0)
+    assert noise.from_python_dp(0.25, 2, 1) == noise.RoundedLaplace(8.0)
+    np.testing.assert_allclose(noise.from_census([4.0, 9.0]).sigma, [2.0, 3.0])
+    g = noise.Gaussian.from_epsilon_delta(1.0, 1e-6)
+    assert 3.0 < g.sigma < 5.0
+    # variances against direct sums
+    for kind in DISCRETE:
+        spec = SPEC[kind](1.7)
+        k = np.arange(-400, 401)
+        np.testing.assert_allclose(
+            spec.variance, np.sum(k**2 * np.exp(noise_logpmf(kind, k, 1.7))), rtol=1e-10
+        )
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: noise.DiscreteGaussian(0.0), "sigma"),
+        (lambda: noise.DiscreteGaussian(np.nan), "sigma"),
+        (lambda: noise.Laplace("2"), "scale"),
+        (lambda: noise.Laplace(True), "scale"),
+        (lambda: noise.DiscreteLaplace.from_epsilon(-1.0), "epsilon"),
+        (lambda: noise.DiscreteGaussian.from_rho(0.5, sensitivity=0.0), "sensitivity"),
+        (lambda: noise.from_tumult("EXPONENTIAL", 1.0), "noise_mechanism"),
+        (lambda: noise.from_python_dp(1.0, l0_sensitivity=1.5), "l0_sensitivity"),
+        (lambda: noise.DiscreteLaplace(1.0).release([1.5]), "integer"),
+    ],
+)
+def test_spec_errors_name_the_argument(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+# --------------------------------------------------------------------------------------------
+# The distributions: draws, dispatch, validation
+# --------------------------------------------------------------------------------------------
+
+_DRAW_SPECS = [
+    noise.Laplace(2.0),
+    noise.DiscreteLaplace(2.0),
+    noise.RoundedLaplace(2.0),
+    noise.Gaussian(3.0),
+    noise.DiscreteGaussian(3.0),
+]
+_CLAMPS = [(None, None), (0, None), (0, 40)]
+
+
+@pytest.mark.parametrize("spec", _DRAW_SPECS, ids=lambda s: s.kind)
+def test_draws_match_the_pmf(spec):
+    """1e5 draws of NoisyBinomial(n=40, p=0.1) per clamp against the exact pmf (chi-square;
+    continuous kinds binned by the exact CDF), the atoms included."""
+    n, p = 40.0, 0.1
+    value = pt.dvector("value")
+    for lo, hi in _CLAMPS:
+        rv = pmd.NoisyBinomial.dist(n=n, p=p, noise=spec, lower=lo, upper=hi, size=100_000)
+        draws = pm.draw(rv, random_seed=11)
+        if spec.discrete:
+            assert draws.dtype == np.int64
+            logp_fn = pytensor.function(
+                [value],
+                pm.logp(pmd.NoisyBinomial.dist(n=n, p=p, noise=spec, lower=lo, upper=hi), value),
+            )
+            pval = _chi2_pvalue(draws, lambda k: logp_fn(k.astype("float64")))
+        else:
+            # bins between quantile-ish edges; the atoms are their own bins
+            edges = np.array([-8.0, -2.0, 1.0, 2.5, 4.0, 5.5, 7.0, 10.0, 14.0])
+            lc = pytensor.function(
+                [value],
+                pm.logcdf(pmd.NoisyBinomial.dist(n=n, p=p, noise=spec, lower=lo, upper=hi), value),
+            )
+            cdf = np.exp(lc(edges))
+            probs = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+            idx = np.searchsorted(edges, draws, side="left")
+            obs = np.bincount(idx, minlength=len(probs))
+            pval = stats.chisquare(obs, probs * draws.size).pvalue
+            if lo is not None:
+                atom = float(
+                    np.exp(
+                        pm.logp(
+                            pmd.NoisyBinomial.dist(n=n, p=p, noise=spec, lower=lo, upper=hi), 0.0
+                        ).eval()
+                    )
+                )
+                assert stats.binomtest(int(np.sum(draws == 0.0)), draws.size, atom).pvalue > 1e-4
+        assert pval > 1e-4, (spec, lo, hi, pval)
+
+
+def test_poisson_draws_match_the_pmf():
+    spec = noise.DiscreteGaussian(2.0)
+    value = pt.dvector("value")
+    for lo in (None, 0):
+        rv = pmd.NoisyPoisson.dist(mu=3.0, noise=spec, lower=lo, size=100_000)
+        draws = pm.draw(rv, random_seed=5)
+        f = pytensor.function([value], pm.logp(pmd.NoisyPoisson.dist(3.0, spec, lower=lo), value))
+        assert _chi2_pvalue(draws, lambda k: f(k.astype("float64"))) > 1e-4
+
+
+def test_laplace_case_is_the_laplace_family():
+    """NoisyBinomial(noise=Laplace(b)) = LaplaceNoisyBinomial(epsilon=1/b); clamped at
+    [0, n] = LaplaceNoisyBinomial(clamp=True); the discrete Laplace differs by a constant."""
+    vals = np.array([-3.0, 0.0, 2.0, 7.0, 12.0])
+    a = pm.logp(pmd.NoisyBinomial.dist(12, 0.4, noise.Laplace(2.0)), vals).eval()
+    b = pm.logp(pmd.LaplaceNoisyBinomial.dist(12, 0.4, epsilon=0.5), vals).eval()
+    np.testing.assert_allclose(a, b, rtol=1e-13)
+    a = pm.logp(pmd.NoisyBinomial.dist(12, 0.4, noise.Laplace(2.0), lower=0, upper=12), vals).eval()
+    b = pm.logp(pmd.LaplaceNoisyBinomial.dist(12, 0.4, epsilon=0.5, clamp=True), vals).eval()
+    np.testing.assert_allclose(a, b, rtol=1e-13)
+    d = pm.logp(pmd.NoisyBinomial.dist(12, 0.4, noise.DiscreteLaplace(2.0)), vals).eval()
+    np.testing.assert_allclose(d - a, math.log(4.0 * math.tanh(0.25)), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(n=10, p=0.3, noise=2.0), "noise"),
+        (dict(n=10, p=1.3, noise=noise.DiscreteGaussian(1.0)), "p"),
+        (dict(n=-1, p=0.3, noise=noise.DiscreteGaussian(1.0)), "n"),
+        (dict(n=10, p=0.3, noise=noise.DiscreteGaussian(1.0), lower=0.5), "lower"),
+        (dict(n=10, p=0.3, noise=noise.Gaussian(1.0), lower=3.0, upper=1.0), "lower"),
+        (dict(n=10, p=0.3, noise=noise.Gaussian(1.0), upper=np.nan), "upper"),
+        (dict(n=10, p=0.3), "noise"),
+    ],
+)
+def test_bad_parameters_are_named(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        pmd.NoisyBinomial.dist(**kwargs)
+
+
+def test_observed_must_be_integer_for_integer_noise():
+    with pm.Model(), pytest.raises(ValueError, match="integers"):
+        pmd.NoisyBinomial("y", n=10, p=0.3, noise=noise.DiscreteGaussian(1.0), observed=[1.5, 2])
+    with pm.Model(), pytest.raises(ValueError, match="finite"):
+        pmd.NoisyPoisson("y", mu=3.0, noise=noise.Gaussian(1.0), observed=[np.nan])
+
+
+def test_out_of_support_values():
+    vals = np.array([-1.0, 0.0, 5.0, 10.0, 11.0, 2.5])
+    lp = pm.logp(
+        pmd.NoisyBinomial.dist(10, 0.3, noise.DiscreteGaussian(1.0), lower=0, upper=10), vals
+    ).eval()
+    assert np.isneginf(lp[[0, 4, 5]]).all() and np.isfinite(lp[[1, 2, 3]]).all()
+    # the atoms plus the interior sum to one
+    k = np.arange(0, 11, dtype="float64")
+    total = np.exp(
+        pm.logp(
+            pmd.NoisyBinomial.dist(10, 0.3, noise.DiscreteGaussian(1.0), lower=0, upper=10), k
+        ).eval()
+    ).sum()
+    np.testing.assert_allclose(total, 1.0, rtol=1e-12)
+
+
+def test_per_release_noise_and_shapes():
+    """A vector of noise parameters (one budget per release) broadcasts like any parameter."""
+    spec = noise.DiscreteGaussian([1.0, 4.0, 9.0])
+    rv = pmd.NoisyBinomial.dist(n=[10, 200, 5000], p=0.3, noise=spec, lower=0)
+    assert pm.draw(rv, random_seed=1).shape == (3,)
+    vals = np.array([3.0, 60.0, 1490.0])
+    lp = pm.logp(rv, vals).eval()
+    for i in range(3):
+        single = pm.logp(
+            pmd.NoisyBinomial.dist(
+                n=[10, 200, 5000][i],
+                p=0.3,
+                noise=noise.DiscreteGaussian([1.0, 4.0, 9.0][i]),
+                lower=0,
+            ),
+            vals[i],
+        ).eval()
+        np.testing.assert_allclose(lp[i], single, rtol=1e-12)
+    with pm.Model(coords={"g": ["a", "b", "c"]}) as m:
+        p = pm.Beta("p", 1, 1, dims="g")
+        pmd.NoisyBinomial("y", n=[10, 200, 5000], p=p, noise=spec, lower=0, observed=vals, dims="g")
+    assert np.isfinite(m.compile_logp()(m.initial_point()))
+    prior = pm.sample_prior_predictive(draws=5, model=m, random_seed=2)
+    assert prior.prior_predictive["y"].shape == (1, 5, 3)
+    assert prior.prior_predictive["y"].dtype == np.int64
+
+
+@pytest.mark.backend
+@pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
+def test_sampling_on_every_backend(sampler):
+    """NUTS with each sampler on a discrete-Gaussian release censored at 0 (the scan bisection
+    and the window sums compile on Numba and JAX)."""
+    rng = np.random.default_rng(4)
+    n = np.array([30, 200, 900, 4000])
+    spec = noise.DiscreteGaussian.from_rho(0.1)
+    released = np.maximum(spec.release(rng.binomial(n, 0.15), rng), 0)
+    with pm.Model():
+        p = pm.Beta("p", 1.0, 1.0)
+        pmd.NoisyBinomial("y", n=n, p=p, noise=spec, lower=0, observed=released)
+        idata = pm.sample(
+            300,
+            tune=300,
+            chains=2,
+            nuts_sampler=sampler,
+            random_seed=3,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    post = idata.posterior["p"].values.ravel()
+    assert abs(post.mean() - 0.15) < 4 * post.std() + 0.01
