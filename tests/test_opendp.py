@@ -20,6 +20,13 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from noise_pmfs import (
+    PMFS,
+    chisq_pvalue,
+    pmf_discrete_gaussian,
+    pmf_discrete_laplace,
+    window,
+)
 from scipy import stats
 
 import pymc_dpnoise as pmd
@@ -110,58 +117,8 @@ P_OK = 1e-4  # false-alarm rate of each check (OpenDP's noise cannot be seeded)
 N_VECTOR, N_ATOM = 20_000, 4_000  # draws per check (an atom measurement is one call per draw)
 
 
-def _window(param):
-    """Integers carrying all the mass of a noise of scale / sigma ``param`` (beyond e^-40)."""
-    w = int(np.ceil(40 * param)) + 40
-    return np.arange(-w, w + 1)
-
-
-# pmfs written here from the definitions, independently of pymc_dpnoise.noise
-def _pmf_discrete_laplace(k, b):
-    return np.tanh(0.5 / b) * np.exp(-np.abs(k) / b)
-
-
-def _pmf_discrete_gaussian(k, s):
-    w = np.exp(-0.5 * (_window(s) / s) ** 2)
-    return np.exp(-0.5 * (k / s) ** 2) / w.sum()
-
-
-def _pmf_rounded_laplace(k, b):
-    return stats.laplace(scale=b).cdf(k + 0.5) - stats.laplace(scale=b).cdf(k - 0.5)
-
-
-def _pmf_rounded_normal(k, s):
-    return stats.norm(scale=s).cdf(k + 0.5) - stats.norm(scale=s).cdf(k - 0.5)
-
-
-PMFS = {
-    "laplace": _pmf_discrete_laplace,
-    "gaussian": _pmf_discrete_gaussian,
-    "rounded_laplace": _pmf_rounded_laplace,
-    "rounded_normal": _pmf_rounded_normal,
-}
-
-
-def chisq_pvalue(draws, support, probs):
-    """Chi-square p-value of integer ``draws`` against ``probs`` on the integers ``support``.
-
-    Every integer with an expected count of at least 5 is a bin; the rest of the support is
-    pooled into the two end bins (the pmfs here are unimodal, so the kept range is contiguous).
-    """
-    probs = np.asarray(probs, dtype=float) / np.sum(probs)
-    n = draws.size
-    keep = np.flatnonzero(n * probs >= 5)
-    lo, hi = int(support[keep[0]]), int(support[keep[-1]])
-    inner = probs[(support > lo) & (support < hi)]
-    expected = n * np.concatenate(
-        [[probs[support <= lo].sum()], inner, [probs[support >= hi].sum()]]
-    )
-    observed = np.bincount(np.clip(draws, lo, hi) - lo, minlength=hi - lo + 1)
-    return stats.chisquare(observed, expected).pvalue
-
-
 def _noise_pvalue(draws, kind, param):
-    k = _window(param)
+    k = window(param)
     return chisq_pvalue(draws, k, PMFS[kind](k, param))
 
 
@@ -208,7 +165,7 @@ def test_integer_measurement_noise_matches_the_spec(kind, T, vector, scale, coun
         assert _noise_pvalue(draws, rounded, scale) < P_OK
 
 
-def test_spec_logp_is_the_pmf_of_the_checks():
+def test_spec_logp_is_thepmf_of_the_checks():
     """The specs' PyTensor log pmfs are the pmfs the chi-square checks above use (one compile)."""
     specs = [noise.DiscreteLaplace(0.5), noise.DiscreteLaplace(20.0)]
     specs += [noise.DiscreteGaussian(0.5), noise.DiscreteGaussian(20.0)]
@@ -216,8 +173,8 @@ def test_spec_logp_is_the_pmf_of_the_checks():
     f = pytensor.function([x], [s.logp(x) for s in specs])
     k = np.arange(-60.0, 61.0)
     got = f(k)
-    want = [_pmf_discrete_laplace(k, 0.5), _pmf_discrete_laplace(k, 20.0)]
-    want += [_pmf_discrete_gaussian(k, 0.5), _pmf_discrete_gaussian(k, 20.0)]
+    want = [pmf_discrete_laplace(k, 0.5), pmf_discrete_laplace(k, 20.0)]
+    want += [pmf_discrete_gaussian(k, 0.5), pmf_discrete_gaussian(k, 20.0)]
     for g, w in zip(got, want, strict=True):
         finite = w > 1e-300
         np.testing.assert_allclose(g[finite], np.log(w[finite]), rtol=1e-10, atol=1e-12)
@@ -330,8 +287,8 @@ def test_count_releases_state_their_budget_and_noise():
     rel = release_discrete_laplace_counts(np.full(N_VECTOR, 2), epsilon=0.5, sensitivity=1, T="u32")
     assert rel.epsilon == pytest.approx(0.5, rel=1e-12) and rel.rho is None
     assert rel.model_kwargs == {"noise": noise.DiscreteLaplace(2.0), "lower": 0}
-    k = _window(2.0)
-    pmf = _pmf_discrete_laplace(k, 2.0)
+    k = window(2.0)
+    pmf = pmf_discrete_laplace(k, 2.0)
     support = np.arange(0, k.max() + 3)
     censored = np.concatenate([[pmf[k <= -2].sum()], pmf[k >= -1]])
     assert rel.reports.min() >= 0
