@@ -127,7 +127,7 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class OpenDPRelease:
-    """Reports released by an OpenDP measurement, one per record.
+    """Reports released by an OpenDP measurement: one per record, or the noisy counts.
 
     Attributes
     ----------
