@@ -5,6 +5,12 @@ OpenDP's own privacy map states exactly the epsilon asked for; the released repo
 distribution our likelihood assumes (KS / chi-square against the mechanism); and posteriors
 computed with our distributions' logp from OpenDP releases are calibrated (simulation-based
 calibration with an exact grid posterior, no MCMC error; the full version is ``slow``).
+
+The noise specs read from OpenDP's ``make_laplace`` / ``make_gaussian`` measurements
+(:func:`~pymc_dpnoise.noise.from_opendp`) are checked against OpenDP's own draws: OpenDP's
+noise is unseedable, so every check is a chi-square (or KS) test with a false-alarm rate of
+1e-4, and each comes with the same test against a wrong spec (scale off by 20%, or the
+rounded continuous noise), which must fail it.
 """
 
 from __future__ import annotations
@@ -14,17 +20,33 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from noise_pmfs import (
+    PMFS,
+    chisq_pvalue,
+    pmf_discrete_gaussian,
+    pmf_discrete_laplace,
+    window,
+)
 from scipy import stats
 
 import pymc_dpnoise as pmd
+from pymc_dpnoise import noise
 from pymc_dpnoise.diagnostics import binomial_band
 from pymc_dpnoise.mechanisms.opendp_releases import (
+    MAP_RTOL,
+    clamp_from_measurement,
+    model_kwargs_from_measurement,
+    noise_from_measurement,
     release_clipped_laplace,
+    release_discrete_gaussian_counts,
+    release_discrete_laplace_counts,
     release_krr,
     release_sue,
 )
 
 pytest.importorskip("opendp")
+dp = pytest.importorskip("opendp.prelude")
+dp.enable_features("contrib")
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 4.0])
@@ -70,11 +92,211 @@ def test_krr_and_sue_maps_and_frequencies():
         (lambda: release_krr([0, 1], 1, 1.0), "`k`"),
         (lambda: release_sue([0.5], 3, 1.0), "items"),
         (lambda: release_sue(["a"], 3, 1.0), "items"),
+        (lambda: release_discrete_laplace_counts([1, 2], 0.0), "`epsilon`"),
+        (lambda: release_discrete_laplace_counts([1, 2], [1.0, 2.0]), "`epsilon`"),
+        (lambda: release_discrete_laplace_counts([1, 2], 1.0, sensitivity=-1.0), "`sensitivity`"),
+        (lambda: release_discrete_gaussian_counts([1, 2], np.nan), "`rho`"),
+        (lambda: release_discrete_gaussian_counts([1, 2], None), "`rho`"),
+        (lambda: release_discrete_gaussian_counts([-1, 2], 1.0, T="u32"), "`counts`"),
+        (lambda: release_discrete_laplace_counts([1.5], 1.0), "`counts`"),
+        (lambda: release_discrete_laplace_counts([[1]], 1.0), "`counts`"),
+        (lambda: release_discrete_laplace_counts(["1"], 1.0), "`counts`"),
+        (lambda: release_discrete_laplace_counts([1], 1.0, T="i8"), "`T`"),
     ],
 )
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+# --------------------------------------------------------------------------------------------
+# Noise specs of make_laplace / make_gaussian measurements, against OpenDP's own draws
+# --------------------------------------------------------------------------------------------
+
+P_OK = 1e-4  # false-alarm rate of each check (OpenDP's noise cannot be seeded)
+N_VECTOR, N_ATOM = 20_000, 4_000  # draws per check (an atom measurement is one call per draw)
+
+
+def _noise_pvalue(draws, kind, param):
+    k = window(param)
+    return chisq_pvalue(draws, k, PMFS[kind](k, param))
+
+
+def _space(T, vector, gaussian):
+    atom = dp.atom_domain(T=T, nan=False) if T.startswith("f") else dp.atom_domain(T=T)
+    if not vector:
+        return atom, dp.absolute_distance(T=T)
+    metric = dp.l2_distance(T=T) if gaussian else dp.l1_distance(T=T)
+    return dp.vector_domain(atom), metric
+
+
+INTEGER_CASES = [
+    # (make_*, element type, vector domain, scale, the count the noise is added to)
+    ("laplace", "i32", False, 0.5, 0),
+    ("laplace", "i64", True, 0.5, 0),
+    ("laplace", "u32", True, 20.0, 1000),  # unsigned: far from 0, so nothing is censored
+    ("gaussian", "i64", False, 0.5, 0),
+    ("gaussian", "i32", True, 0.5, 0),
+    ("gaussian", "u64", True, 20.0, 1000),
+]
+
+
+@pytest.mark.parametrize("kind, T, vector, scale, count", INTEGER_CASES)
+def test_integer_measurement_noise_matches_the_spec(kind, T, vector, scale, count):
+    gaussian = kind == "gaussian"
+    make = dp.m.make_gaussian if gaussian else dp.m.make_laplace
+    meas = make(*_space(T, vector, gaussian), scale=scale)
+    spec = noise.from_opendp(meas)
+    expected = noise.DiscreteGaussian(scale) if gaussian else noise.DiscreteLaplace(scale)
+    assert spec == expected
+    budget = spec.rho(1) if gaussian else spec.epsilon(1)
+    assert meas.map(1) == pytest.approx(budget, rel=MAP_RTOL)
+    assert clamp_from_measurement(meas) == ({"lower": 0} if T.startswith("u") else {})
+
+    if vector:
+        draws = np.asarray(meas([count] * N_VECTOR), dtype=np.int64) - count
+    else:
+        draws = np.fromiter((meas(count) for _ in range(N_ATOM)), np.int64, N_ATOM) - count
+    assert _noise_pvalue(draws, kind, scale) > P_OK
+    # power: a scale off by 20% is rejected, and at a small scale the rounded continuous noise
+    assert _noise_pvalue(draws, kind, 1.2 * scale) < P_OK
+    if scale < 1:
+        rounded = "rounded_normal" if gaussian else "rounded_laplace"
+        assert _noise_pvalue(draws, rounded, scale) < P_OK
+
+
+def test_spec_logp_is_thepmf_of_the_checks():
+    """The specs' PyTensor log pmfs are the pmfs the chi-square checks above use (one compile)."""
+    specs = [noise.DiscreteLaplace(0.5), noise.DiscreteLaplace(20.0)]
+    specs += [noise.DiscreteGaussian(0.5), noise.DiscreteGaussian(20.0)]
+    x = pt.dvector("x")
+    f = pytensor.function([x], [s.logp(x) for s in specs])
+    k = np.arange(-60.0, 61.0)
+    got = f(k)
+    want = [pmf_discrete_laplace(k, 0.5), pmf_discrete_laplace(k, 20.0)]
+    want += [pmf_discrete_gaussian(k, 0.5), pmf_discrete_gaussian(k, 20.0)]
+    for g, w in zip(got, want, strict=True):
+        finite = w > 1e-300
+        np.testing.assert_allclose(g[finite], np.log(w[finite]), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("gaussian", [False, True])
+def test_float_measurement_is_the_continuous_spec(gaussian):
+    make = dp.m.make_gaussian if gaussian else dp.m.make_laplace
+    meas = make(*_space("f64", True, gaussian), scale=3.0)
+    spec = noise.from_opendp(meas)
+    assert spec == (noise.Gaussian(3.0) if gaussian else noise.Laplace(3.0))
+    assert clamp_from_measurement(meas) == {}
+    draws = np.asarray(meas([0.0] * 10_000))
+    dist = stats.norm if gaussian else stats.laplace
+    assert stats.kstest(draws, dist(scale=3.0).cdf).pvalue > P_OK
+    assert stats.kstest(draws, dist(scale=3.6).cdf).pvalue < P_OK
+    # an f32 distance converts with a relative error of ~4e-8: still within MAP_RTOL
+    meas32 = make(dp.atom_domain(T="f32", nan=False), dp.absolute_distance(T="f32"), scale=3.0)
+    assert noise.from_opendp(meas32, d_in=0.3) == type(spec)(3.0)
+
+
+def test_chains_fallback_and_d_in():
+    """The noise at the end of a chain, the sensitivity carried through the transformations,
+    and the scale inverted from the map when OpenDP's record of the constructor is missing."""
+    records = dp.vector_domain(dp.atom_domain(T="i32")), dp.symmetric_distance()
+    count_dl = records >> dp.t.then_count() >> dp.m.then_laplace(4.0)
+    assert noise_from_measurement(count_dl) == noise.DiscreteLaplace(4.0)
+    count_dg = records >> dp.t.then_count() >> dp.m.then_gaussian(4.0)
+    assert noise_from_measurement(count_dg, d_in=3) == noise.DiscreteGaussian(4.0)
+
+    floats = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance()
+    total = floats >> dp.t.then_clamp((0.0, 10.0)) >> dp.t.then_sum() >> dp.m.then_laplace(5.0)
+    assert noise_from_measurement(total) == noise.Laplace(5.0)  # the sum's slack is carried
+
+    for make, spec in [
+        (dp.m.make_laplace, noise.DiscreteLaplace),
+        (dp.m.make_gaussian, noise.DiscreteGaussian),
+    ]:
+        meas = make(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=2.5)
+        del meas.__opendp_dict__  # no record: the scale comes from the map
+        assert noise_from_measurement(meas, d_in=1).param == pytest.approx(2.5, rel=1e-12)
+        assert noise_from_measurement(meas, d_in=4).param == pytest.approx(2.5, rel=1e-12)
+        assert type(noise_from_measurement(meas)) is spec
+
+    meas = dp.m.make_gaussian(*_space("u32", True, True), scale=4.0)
+    assert model_kwargs_from_measurement(meas) == {"noise": noise.DiscreteGaussian(4.0), "lower": 0}
+
+
+def _approx_dp():
+    g = dp.m.make_gaussian(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=2.0)
+    return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(g), 1e-6)
+
+
+def _float_laplace(**kw):
+    return dp.m.make_laplace(
+        dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), **kw
+    )
+
+
+@pytest.mark.parametrize(
+    "build, d_in, error, match",
+    [
+        (_approx_dp, 1, ValueError, "Approximate"),
+        (
+            lambda: dp.m.make_randomized_response_bool(0.7),
+            1,
+            ValueError,
+            "make_randomized_response_bool",
+        ),
+        (lambda: _float_laplace(scale=3.0, k=-10), 1.0, ValueError, "MAP_RTOL"),
+        (lambda: _float_laplace(scale=0.0), 1.0, ValueError, "scale"),
+        (lambda: _float_laplace(scale=1e9), 1.0, ValueError, "scale"),
+        (
+            lambda: dp.m.make_laplace(*_space("i64", False, False), scale=2.0),
+            1.0,
+            ValueError,
+            "`d_in`",
+        ),
+        (
+            lambda: dp.m.make_laplace(*_space("i64", False, False), scale=2.0),
+            0,
+            ValueError,
+            "`d_in`",
+        ),
+        (
+            lambda: dp.m.make_laplace(*_space("i64", False, False), scale=2.0),
+            "1",
+            TypeError,
+            "`d_in`",
+        ),
+        (lambda: "make_laplace", 1, TypeError, "`measurement`"),
+    ],
+)
+def test_other_measurements_are_refused(build, d_in, error, match):
+    with pytest.raises(error, match=match):
+        noise.from_opendp(build(), d_in)
+
+
+def test_count_releases_state_their_budget_and_noise():
+    counts = np.full(N_VECTOR, 7)
+    rel = release_discrete_gaussian_counts(counts, rho=0.02)
+    sigma = 1.0 / np.sqrt(0.04)
+    assert rel.rho == pytest.approx(0.02, rel=1e-12) and rel.epsilon is None
+    assert rel.model_kwargs == {"noise": noise.DiscreteGaussian(sigma)}
+    assert rel.reports.shape == counts.shape and rel.reports.dtype == np.int64
+    assert _noise_pvalue(rel.reports - 7, "gaussian", sigma) > P_OK
+    assert _noise_pvalue(rel.reports - 7, "gaussian", 1.2 * sigma) < P_OK
+
+    # unsigned: OpenDP's saturating cast censors at 0, which model_kwargs says (lower=0)
+    rel = release_discrete_laplace_counts(np.full(N_VECTOR, 2), epsilon=0.5, sensitivity=1, T="u32")
+    assert rel.epsilon == pytest.approx(0.5, rel=1e-12) and rel.rho is None
+    assert rel.model_kwargs == {"noise": noise.DiscreteLaplace(2.0), "lower": 0}
+    k = window(2.0)
+    pmf = pmf_discrete_laplace(k, 2.0)
+    support = np.arange(0, k.max() + 3)
+    censored = np.concatenate([[pmf[k <= -2].sum()], pmf[k >= -1]])
+    assert rel.reports.min() >= 0
+    assert chisq_pvalue(rel.reports.astype(np.int64), support, censored) > P_OK
+    assert np.mean(rel.reports == 0) > 0.15  # the atom: P(noise <= -2) = e^{-1}/(1 + e^{-1/2})
+
+    one = release_discrete_laplace_counts(12, epsilon=1.0, sensitivity=2)
+    assert one.reports.shape == () and one.model_kwargs == {"noise": noise.DiscreteLaplace(2.0)}
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ r"""Real releases with `OpenDP <https://opendp.org>`_, in the form this package'
 The other functions of :mod:`pymc_dpnoise.mechanisms` are *simulation grade*: NumPy's generator
 and floating-point Laplace noise are fine for experiments, but a data holder releasing real data
 should use a library whose sampling is hardened against floating-point attacks and whose
-privacy accounting is proved.  The functions here run OpenDP's measurements (OpenDP >= 0.12,
+privacy accounting is proved.  The functions here run OpenDP's measurements (OpenDP >= 0.15,
 ``pip install "pymc-dpnoise[opendp]"``) and return the reports together with the keyword
 arguments of the distribution that inverts them, so that
 
@@ -12,9 +12,13 @@ arguments of the distribution that inverts them, so that
     rel = release_clipped_laplace(x, lower=-5.0, upper=5.0, epsilon=1.0)
     LaplacePerturbedClippedNormal("z", mu=mu, sigma=sigma, **rel.model_kwargs, observed=rel.reports)
 
-is a complete, honest pipeline.  Every function builds the OpenDP measurement for **one record's
-report** (local DP) and checks, with OpenDP's own privacy map, that the record-level privacy loss
-equals the ``epsilon`` asked for; the value OpenDP states is returned as ``epsilon``.
+is a complete, honest pipeline.  The local-DP functions (:func:`release_clipped_laplace`,
+:func:`release_krr`, :func:`release_sue`) build the OpenDP measurement for **one record's
+report** and check, with OpenDP's own privacy map, that the record-level privacy loss equals the
+``epsilon`` asked for; the value OpenDP states is returned as ``epsilon``.  The count releases
+(central DP, see below) check the whole release's budget the same way.  Every release function
+goes through :func:`pymc_dpnoise.mechanisms.core.release_guard` (privacy parameters validated
+before anything is released, no non-finite output).
 
 How OpenDP's parameters map to ours
 -----------------------------------
@@ -46,9 +50,46 @@ How OpenDP's parameters map to ours
        ``f`` :math:`= 2/(1 + e^{\varepsilon/2})`; ``map(1)`` :math:`= 2 \log((2 - f)/f) =
        \varepsilon`
 
-OpenDP's integer ``make_laplace`` (e.g. on a count) adds *discrete* Laplace noise, and its
-``make_gaussian`` accounts in zero-concentrated DP: neither is the continuous-noise model of
-this package's count and regression distributions, so they are not offered here.
+Noisy counts: integer ``make_laplace`` and ``make_gaussian``
+-------------------------------------------------------------
+
+On an integer domain (``i32``, ``i64``, ``u32``, ``u64``, an atom or a vector of them) OpenDP's
+``make_laplace`` adds *discrete* Laplace noise and its ``make_gaussian`` *discrete* Gaussian
+noise, accounted in pure :math:`\varepsilon`-DP and in :math:`\rho`-zCDP.  These are the noise
+specs :class:`~pymc_dpnoise.noise.DiscreteLaplace` and
+:class:`~pymc_dpnoise.noise.DiscreteGaussian`, which :class:`~pymc_dpnoise.NoisyBinomial` and
+:class:`~pymc_dpnoise.NoisyPoisson` take as ``noise=``:
+
+* :func:`noise_from_measurement` (also :func:`pymc_dpnoise.noise.from_opendp`) reads the spec
+  of a measurement built with ``make_laplace`` / ``make_gaussian`` (or ``then_laplace`` /
+  ``then_gaussian``, alone or at the end of a chain of transformations), on integers or floats,
+  and checks it against OpenDP's own privacy map;
+* :func:`clamp_from_measurement` gives the censoring of OpenDP's saturating cast (``lower=0``
+  for unsigned outputs), :func:`model_kwargs_from_measurement` both at once;
+* :func:`release_discrete_laplace_counts` and :func:`release_discrete_gaussian_counts` run
+  those measurements on counts and return the release with its ``model_kwargs``.
+
+.. list-table::
+   :header-rows: 1
+
+   * - OpenDP measurement (on the noise's input domain)
+     - output measure
+     - noise spec (``d_in`` :math:`= \Delta`)
+   * - ``make_laplace(scale=b)`` on integers
+     - ``MaxDivergence``, ``map(d_in)`` :math:`= \Delta/b`
+     - :class:`~pymc_dpnoise.noise.DiscreteLaplace` ``(b)``
+   * - ``make_gaussian(scale=s)`` on integers
+     - ``ZeroConcentratedDivergence``, ``map(d_in)`` :math:`= (\Delta/s)^2/2`
+     - :class:`~pymc_dpnoise.noise.DiscreteGaussian` ``(s)``
+   * - ``make_laplace(scale=b)`` on floats
+     - ``MaxDivergence``
+     - :class:`~pymc_dpnoise.noise.Laplace` ``(b)``
+   * - ``make_gaussian(scale=s)`` on floats
+     - ``ZeroConcentratedDivergence``
+     - :class:`~pymc_dpnoise.noise.Gaussian` ``(s)``
+
+See :doc:`/real_releases` for the other libraries (Tumult Analytics, python-dp, SmartNoise,
+the 2020 Census) and a worked example.
 
 Examples
 --------
@@ -62,14 +103,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 
 from .._validation import check_less, check_positive
+from ..noise import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, Noise
+from .core import release_guard
 
 __all__ = [
+    "MAP_RTOL",
     "OpenDPRelease",
+    "clamp_from_measurement",
+    "model_kwargs_from_measurement",
+    "noise_from_measurement",
     "release_clipped_laplace",
+    "release_discrete_gaussian_counts",
+    "release_discrete_laplace_counts",
     "release_krr",
     "release_sue",
 ]
@@ -77,25 +127,33 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class OpenDPRelease:
-    """Reports released by an OpenDP measurement, one per record.
+    """Reports released by an OpenDP measurement: one per record, or the noisy counts.
 
     Attributes
     ----------
     reports : numpy.ndarray
         The released reports, one per record (first axis), in the layout the matching
-        distribution takes as ``observed``.
-    epsilon : float
-        The record-level privacy loss as OpenDP's privacy map states it (pure ε-DP).
+        distribution takes as ``observed``; for the count releases, the noisy counts (same
+        shape as the counts).
+    epsilon : float or None
+        The privacy loss as OpenDP's privacy map states it (pure ε-DP): per record for the
+        local-DP releases, of the whole release for the count releases; None for a zCDP
+        release (see ``rho``).
     model_kwargs : dict
-        Keyword arguments of the matching distribution that describe the mechanism.
+        Keyword arguments of the matching distribution that describe the mechanism (for the
+        count releases ``noise=`` a noise spec, and ``lower=0`` when OpenDP's saturating cast
+        censors the output).
     measurement : str
         The OpenDP measurement used, with its parameters.
+    rho : float or None
+        The zCDP parameter OpenDP's map states for a Gaussian release, else None.
     """
 
     reports: np.ndarray
-    epsilon: float
+    epsilon: float | None
     model_kwargs: dict
     measurement: str
+    rho: float | None = None
 
 
 def _opendp():
@@ -116,12 +174,16 @@ def _check_epsilon(epsilon) -> float:
     return float(epsilon)
 
 
-def _check_stated(stated: float, epsilon: float) -> float:
+def _check_stated(stated: float, epsilon: float, name: str = "epsilon") -> float:
     if not stated <= epsilon * (1 + 1e-9):
         raise RuntimeError(  # pragma: no cover - a mismatch would be a bug in the map above
-            f"OpenDP states a privacy loss of {stated} per record, more than epsilon={epsilon}"
+            f"OpenDP states a privacy loss of {stated}, more than {name}={epsilon}"
         )
     return float(stated)
+
+
+def _reports(release: OpenDPRelease) -> np.ndarray:
+    return release.reports
 
 
 def _records(x, name: str, ndim: int) -> np.ndarray:
@@ -135,6 +197,12 @@ def _records(x, name: str, ndim: int) -> np.ndarray:
     return arr
 
 
+@release_guard(
+    records="x",
+    privacy={"epsilon": "epsilon", "lower": "finite", "upper": "finite"},
+    scalar=("epsilon", "lower", "upper"),
+    output=_reports,
+)
 def release_clipped_laplace(x, lower, upper, epsilon) -> OpenDPRelease:
     r"""Clip each record to ``[lower, upper]`` and release it with OpenDP's Laplace measurement.
 
@@ -191,6 +259,9 @@ def _items(items, k) -> tuple[np.ndarray, int]:
     return arr, int(k)
 
 
+@release_guard(
+    records="items", privacy={"epsilon": "epsilon"}, scalar=("epsilon",), output=_reports
+)
 def release_krr(items, k, epsilon) -> OpenDPRelease:
     r""":math:`k`-ary randomized response with OpenDP, read by :class:`~pymc_dpnoise.KRRLikelihood`.
 
@@ -219,6 +290,9 @@ def release_krr(items, k, epsilon) -> OpenDPRelease:
     )
 
 
+@release_guard(
+    records="items", privacy={"epsilon": "epsilon"}, scalar=("epsilon",), output=_reports
+)
 def release_sue(items, k, epsilon) -> OpenDPRelease:
     r"""Symmetric unary encoding (basic RAPPOR) with OpenDP, read by :class:`~pymc_dpnoise.SUELikelihood`.
 
@@ -248,3 +322,390 @@ def release_sue(items, k, epsilon) -> OpenDPRelease:
     return OpenDPRelease(
         out, stated, {"epsilon": eps}, f"make_randomized_response_bitvec(f={f!r}), one-hot"
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading a measurement: the noise spec of make_laplace / make_gaussian
+# ------------------------------------------------------------------------------------------------
+
+#: relative agreement required between OpenDP's privacy map and the spec's own accounting
+#: (:math:`\Delta/b` or :math:`\Delta^2/(2\sigma^2)`).  OpenDP's maps of integer measurements,
+#: and of float measurements with the default noise granularity, agree to rounding (below
+#: 1e-7, the ``f32`` distances' conversion); a float measurement built with a coarse ``k``
+#: adds the lattice spacing :math:`2^k` to ``d_in`` and is refused.
+MAP_RTOL = 1e-6
+
+_INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
+_FLOAT_TYPES = ("f32", "f64")
+_MEASURES = {"MaxDivergence": "make_laplace", "ZeroConcentratedDivergence": "make_gaussian"}
+_NOISE_MAKERS = {"make_laplace", "make_gaussian"}
+
+
+def _constructor(obj):
+    """OpenDP's record of how ``obj`` was built: ``(function name, kwargs)`` or ``(None, {})``."""
+    info = getattr(obj, "__opendp_dict__", None)
+    if not isinstance(info, dict):
+        return None, {}
+    return info.get("__function__"), info.get("__kwargs__", {}) or {}
+
+
+def _noise_step(measurement):
+    """The make_laplace / make_gaussian measurement at the end of ``measurement``, and the
+    transformations before it (in order of application)."""
+    before = []
+    meas = measurement
+    while True:
+        fn, kw = _constructor(meas)
+        if fn == "make_chain_mt":
+            before.append(kw["transformation0"])
+            meas = kw["measurement1"]
+            continue
+        if fn is None or fn in _NOISE_MAKERS:
+            return meas, fn, kw, before
+        raise ValueError(
+            f"the measurement was built by OpenDP's `{fn}`, not by make_laplace / make_gaussian "
+            "(alone, with then_laplace / then_gaussian, or at the end of a chain of "
+            "transformations): its noise is not one of the noise specs (post-processing, "
+            "composition, measure conversions and other mechanisms are not read)"
+        )
+
+
+def _map(obj, d, what):
+    try:
+        return obj.map(d)
+    except TypeError as err:
+        raise ValueError(
+            f"`d_in`={d!r} is not a distance of {what}'s input metric ({obj.input_metric}): {err}"
+        ) from None
+    except Exception as err:  # OpenDPException: e.g. a negative distance
+        raise ValueError(f"OpenDP's privacy map of {what} refuses `d_in`={d!r}: {err}") from None
+
+
+def _element_type(domain) -> str:
+    carrier = str(domain.carrier_type)
+    inner = re.fullmatch(r"Vec<(.+)>", carrier)
+    return inner.group(1) if inner else carrier
+
+
+def _read(measurement, d_in):
+    """``(spec, element type, stated privacy, d at the noise)`` of a checked measurement."""
+    if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
+        raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
+    if isinstance(d_in, bool) or not isinstance(d_in, int | float | np.integer | np.floating):
+        raise TypeError(f"`d_in` must be a positive number (a distance); got {d_in!r}")
+    if not (np.isfinite(d_in) and d_in > 0):
+        raise ValueError(f"`d_in` must be finite and > 0; got {d_in!r}")
+    measure = str(measurement.output_measure)
+    if measure not in _MEASURES:
+        raise ValueError(
+            f"the measurement's output measure is {measure}: only pure DP (MaxDivergence, "
+            "make_laplace) and zero-concentrated DP (ZeroConcentratedDivergence, make_gaussian) "
+            "describe the noise exactly; approximate-DP and Renyi measures (e.g. after "
+            "make_zCDP_to_approxDP / make_fix_delta) are not read: pass the zCDP measurement "
+            "they were built from"
+        )
+    noise_meas, fn, kw, before = _noise_step(measurement)
+    if fn is not None and _MEASURES[measure] != fn:  # pragma: no cover - OpenDP forbids it
+        raise ValueError(f"`{fn}` with output measure {measure} is not a noise spec")
+    gaussian = measure == "ZeroConcentratedDivergence"
+
+    d = d_in
+    for t in before:
+        d = _map(t, d, "a transformation of the chain")
+    d_noise = float(d)
+    if not d_noise > 0:
+        raise ValueError(
+            f"the transformations before the noise map `d_in`={d_in!r} to {d!r}: no privacy "
+            "loss to check the noise against; give the distance of one person's change"
+        )
+
+    elem = _element_type(noise_meas.input_domain)
+    if _INTEGER_TYPE.fullmatch(elem):
+        cls = DiscreteGaussian if gaussian else DiscreteLaplace
+    elif elem in _FLOAT_TYPES:
+        cls = Gaussian if gaussian else Laplace
+    else:
+        raise ValueError(
+            f"the noise is added to values of type {elem} ({noise_meas.input_domain}): only "
+            "integer (i32, i64, u32, u64) and float (f32, f64) atoms or vectors are read"
+        )
+
+    stated = float(_map(measurement, d_in, "the measurement"))
+    if "scale" in kw:  # OpenDP's record of the constructor's arguments
+        param = float(kw["scale"])
+        how = f"the measurement's scale={param!r}"
+    else:  # no record: invert the map (Laplace: eps = d/b; Gaussian zCDP: rho = (d/s)^2/2)
+        if not stated > 0:
+            raise ValueError(f"OpenDP's map states {stated} at `d_in`={d_in!r}: no noise to read")
+        param = d_noise / math.sqrt(2.0 * stated) if gaussian else d_noise / stated
+        how = f"the scale {param!r} inverted from OpenDP's map at d_in={d_in!r}"
+        # ... and the map's shape checked at twice the distance (linear / quadratic)
+        twice = float(_map(noise_meas, d * 2, "the measurement"))
+        expect = stated * (4.0 if gaussian else 2.0)
+        if not abs(twice - expect) <= MAP_RTOL * expect:
+            raise ValueError(
+                f"OpenDP's map is {stated!r} at d_in={d!r} and {twice!r} at twice that "
+                f"(expected {expect!r} for {cls.__name__} noise): not a Laplace / Gaussian "
+                "privacy curve"
+            )
+    try:
+        spec = cls(param)
+    except ValueError as err:
+        raise ValueError(f"{how} is outside the noise specs' range: {err}") from None
+
+    expected = spec.rho(d_noise) if gaussian else spec.epsilon(d_noise)
+    if not abs(stated - expected) <= MAP_RTOL * expected:
+        kind = "rho" if gaussian else "epsilon"
+        raise ValueError(
+            f"OpenDP's privacy map states {kind}={stated!r} at d_in={d_in!r}, but {spec!r} at "
+            f"sensitivity {d_noise!r} has {kind}={expected!r} (relative difference "
+            f"{abs(stated - expected) / expected:.2e} > MAP_RTOL={MAP_RTOL:g}): the noise is "
+            "not that spec (e.g. a float measurement with a coarse granularity `k`, whose "
+            "lattice OpenDP's map accounts for)"
+        )
+    return spec, elem, stated, d_noise
+
+
+def noise_from_measurement(measurement, d_in=1) -> Noise:
+    r"""The noise spec of an OpenDP ``make_laplace`` / ``make_gaussian`` measurement, checked.
+
+    ``measurement`` is built with ``make_laplace`` or ``make_gaussian`` (or ``then_laplace`` /
+    ``then_gaussian``), directly or at the end of a chain of transformations (e.g.
+    ``then_count() >> then_laplace(2.0)``), on an atom or vector domain:
+
+    * integers (``i32``, ``i64``, ``u32``, ``u64``) and ``MaxDivergence`` (pure DP):
+      :class:`~pymc_dpnoise.noise.DiscreteLaplace` with OpenDP's ``scale``;
+    * integers and ``ZeroConcentratedDivergence``: :class:`~pymc_dpnoise.noise.DiscreteGaussian`
+      with :math:`\sigma` = ``scale``;
+    * floats (``f32``, ``f64``): :class:`~pymc_dpnoise.noise.Laplace` /
+      :class:`~pymc_dpnoise.noise.Gaussian`.  OpenDP samples them on a lattice of spacing
+      :math:`2^k`; with the default ``k`` the spacing is far below the scale and ignored.
+
+    For a vector domain the spec is that of each coordinate (independent noise).
+
+    **How the scale is found, and checked.**  OpenDP records the arguments of the constructor
+    on the measurement (``__opendp_dict__``); the scale is read from there.  If that record is
+    missing (a measurement built otherwise), the scale is the inverse of OpenDP's privacy map
+    at the noise's input distance :math:`\Delta` (:math:`b = \Delta/\varepsilon`,
+    :math:`\sigma = \Delta/\sqrt{2\rho}`), and the map's shape is checked at :math:`2\Delta`
+    (linear in :math:`\Delta` for the Laplace, quadratic for the Gaussian).  Either way, the
+    spec's own accounting (:meth:`~pymc_dpnoise.noise.DiscreteLaplace.epsilon` /
+    :meth:`~pymc_dpnoise.noise.DiscreteGaussian.rho` at :math:`\Delta`) must equal
+    ``measurement.map(d_in)`` to a relative :data:`MAP_RTOL` (1e-6), where :math:`\Delta` is
+    ``d_in`` carried through the chain's transformations (their stability maps).  Refused with
+    a ``ValueError`` that names the problem: other output measures (approximate DP after
+    ``make_zCDP_to_approxDP`` / ``make_fix_delta``, Renyi DP), other constructions
+    (post-processing, composition, thresholded or randomized-response mechanisms), other
+    element types, a float measurement whose coarse granularity ``k`` makes OpenDP's map
+    exceed the spec's accounting, and scales outside the specs' range [1e-3, 1e7] (a scale of
+    0, no noise, included).
+
+    **Unsigned outputs are censored at 0.**  OpenDP adds integer noise with a *saturating*
+    cast to the element type: on ``u32`` / ``u64`` (e.g. a count typed unsigned, as Polars'
+    ``len``) every value that count + noise would take below 0 is released as 0, so the
+    release is the count plus the noise, censored below at 0 (an atom at 0).  The spec is only
+    the noise; :func:`clamp_from_measurement` gives that censoring as ``{"lower": 0}``, and
+    :func:`model_kwargs_from_measurement` both, so that
+
+    .. code-block:: python
+
+        kw = model_kwargs_from_measurement(meas)   # {"noise": DiscreteGaussian(...), "lower": 0}
+        pmd.NoisyBinomial("y", n=n, p=p, **kw, observed=release)
+
+    Signed types saturate at their limits too (``i32``: :math:`\pm(2^{31}-1)`), which only
+    values within a few noise scales of them reach; they are not reported.
+
+    Parameters
+    ----------
+    measurement : opendp.mod.Measurement
+    d_in : int or float
+        The input distance at which the map is checked: one person's change of the
+        measurement's input (1 for a count or a histogram under add/remove).  It must be of
+        the input metric's distance type (an ``int`` for ``absolute_distance(T="i32")``).
+
+    Returns
+    -------
+    Noise
+        The noise spec (:func:`pymc_dpnoise.noise.from_opendp` returns the same).
+
+    Examples
+    --------
+    >>> import opendp.prelude as dp
+    >>> dp.enable_features("contrib")
+    >>> space = dp.atom_domain(T="i64"), dp.absolute_distance(T="i64")
+    >>> noise_from_measurement(dp.m.make_gaussian(*space, scale=3.0))
+    DiscreteGaussian(sigma=3.0)
+    >>> counts = dp.vector_domain(dp.atom_domain(T="i32")), dp.symmetric_distance()
+    >>> noise_from_measurement(counts >> dp.t.then_count() >> dp.m.then_laplace(2.0))
+    DiscreteLaplace(scale=2.0)
+    """
+    return _read(measurement, d_in)[0]
+
+
+def clamp_from_measurement(measurement) -> dict:
+    """The censoring of OpenDP's saturating cast: ``{"lower": 0}`` for unsigned outputs, else ``{}``.
+
+    Integer noise is added with a cast that saturates at the element type's limits; for
+    ``u32`` / ``u64`` the release is censored below at 0, which
+    :class:`~pymc_dpnoise.NoisyBinomial` and :class:`~pymc_dpnoise.NoisyPoisson` model with
+    ``lower=0``.  Float outputs and signed integers return ``{}`` (see
+    :func:`noise_from_measurement`).  The measurement must be one that
+    :func:`noise_from_measurement` reads (its structure is checked; no map is evaluated).
+
+    Examples
+    --------
+    >>> import opendp.prelude as dp
+    >>> dp.enable_features("contrib")
+    >>> space = dp.atom_domain(T="u32"), dp.absolute_distance(T="u32")
+    >>> clamp_from_measurement(dp.m.make_laplace(*space, scale=2.0))
+    {'lower': 0}
+    """
+    if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
+        raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
+    noise_meas = _noise_step(measurement)[0]
+    elem = _element_type(noise_meas.input_domain)
+    return {"lower": 0} if elem.startswith("u") and _INTEGER_TYPE.fullmatch(elem) else {}
+
+
+def model_kwargs_from_measurement(measurement, d_in=1) -> dict:
+    """``{"noise": spec, **clamp}``: the keyword arguments of NoisyBinomial / NoisyPoisson.
+
+    :func:`noise_from_measurement` (checked against OpenDP's map at ``d_in``) and
+    :func:`clamp_from_measurement` together.
+
+    Examples
+    --------
+    >>> import opendp.prelude as dp
+    >>> dp.enable_features("contrib")
+    >>> space = dp.vector_domain(dp.atom_domain(T="u32")), dp.l2_distance(T="f64")
+    >>> model_kwargs_from_measurement(dp.m.make_gaussian(*space, scale=4.0), d_in=1.0)
+    {'noise': DiscreteGaussian(sigma=4.0), 'lower': 0}
+    """
+    return {
+        "noise": noise_from_measurement(measurement, d_in),
+        **clamp_from_measurement(measurement),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# Releasing counts with discrete Laplace / discrete Gaussian noise
+# ------------------------------------------------------------------------------------------------
+
+_COUNT_TYPES = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64}
+
+
+def _counts(counts, T):
+    if T not in _COUNT_TYPES:
+        raise ValueError(f"`T` must be one of {sorted(_COUNT_TYPES)}; got {T!r}")
+    arr = np.asarray(counts)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"`counts` must be integers; got dtype {arr.dtype}")
+    if arr.ndim > 1 or arr.size == 0:
+        raise ValueError(f"`counts` must be one count or a 1-d array of counts; got {arr.shape}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+        raise ValueError("`counts` must be finite integers")
+    info = np.iinfo(_COUNT_TYPES[T])
+    if np.any(arr < info.min) or np.any(arr > info.max):
+        raise ValueError(
+            f"`counts` must be in [{info.min}, {info.max}] for T={T!r}; got values in "
+            f"[{arr.min()}, {arr.max()}]"
+        )
+    return arr.astype(_COUNT_TYPES[T])
+
+
+def _release_counts(counts, T, sensitivity, make, param, budget, budget_name):
+    dp = _opendp()
+    arr = _counts(counts, T)
+    sens = float(sensitivity)
+    if arr.ndim == 0:
+        space = dp.atom_domain(T=T), dp.absolute_distance(T="f64")
+    elif make == "make_laplace":
+        space = dp.vector_domain(dp.atom_domain(T=T)), dp.l1_distance(T="f64")
+    else:
+        space = dp.vector_domain(dp.atom_domain(T=T)), dp.l2_distance(T="f64")
+    meas = getattr(dp.m, make)(*space, scale=param)
+    stated = _check_stated(meas.map(sens), budget, budget_name)
+    kwargs = model_kwargs_from_measurement(meas, sens)  # checks the spec against the map
+    out = meas(arr.item() if arr.ndim == 0 else arr.tolist())
+    reports = np.asarray(out, dtype=_COUNT_TYPES[T])
+    desc = (
+        f"{make}(scale={param!r}) on {'a count' if arr.ndim == 0 else 'a vector of counts'} of {T}"
+    )
+    return reports, stated, kwargs, desc
+
+
+@release_guard(
+    records=None,
+    privacy={"epsilon": "epsilon", "sensitivity": "positive"},
+    scalar=("epsilon", "sensitivity"),
+    output=_reports,
+)
+def release_discrete_laplace_counts(counts, epsilon, sensitivity=1.0, T="i64") -> OpenDPRelease:
+    r"""Release integer counts with OpenDP's ``make_laplace`` (discrete Laplace noise, ε-DP).
+
+    A central release: ``counts`` are the data holder's exact counts (one, or a vector of
+    disjoint groups), and the whole release is :math:`\varepsilon`-DP.  The noise scale is
+    ``sensitivity / epsilon``; OpenDP's map at ``sensitivity`` must state at most ``epsilon``
+    and the spec read back from the measurement is checked against it
+    (:func:`noise_from_measurement`).
+
+    Parameters
+    ----------
+    counts : int or array_like of int, shape (G,)
+        The exact counts (non-negative for unsigned ``T``).
+    epsilon : float
+        Budget of the whole release (> 0).
+    sensitivity : float
+        L1 distance by which one person can change the counts (1 for a count or a histogram
+        under add/remove of a person; 2 under replacement).
+    T : {"i64", "i32", "u64", "u32"}
+        OpenDP's element type.  Unsigned types censor the release at 0 (``lower=0`` in
+        ``model_kwargs``).
+
+    Returns
+    -------
+    OpenDPRelease
+        ``reports`` (the noisy counts, same shape as ``counts``), ``epsilon`` as OpenDP states
+        it, ``model_kwargs`` = ``{"noise": DiscreteLaplace(sensitivity/epsilon)}`` (and
+        ``"lower": 0`` for unsigned ``T``), for
+        ``NoisyBinomial(name, n=..., p=..., **model_kwargs, observed=reports)``.
+
+    Examples
+    --------
+    >>> rel = release_discrete_laplace_counts([120, 40], epsilon=0.5, T="u32")
+    >>> rel.model_kwargs, round(rel.epsilon, 12), rel.reports.dtype
+    ({'noise': DiscreteLaplace(scale=2.0), 'lower': 0}, 0.5, dtype('uint32'))
+    """
+    eps, sens = float(epsilon), float(sensitivity)
+    reports, stated, kwargs, desc = _release_counts(
+        counts, T, sens, "make_laplace", sens / eps, eps, "epsilon"
+    )
+    return OpenDPRelease(reports, stated, kwargs, desc)
+
+
+@release_guard(
+    records=None,
+    privacy={"rho": "positive", "sensitivity": "positive"},
+    scalar=("rho", "sensitivity"),
+    output=_reports,
+)
+def release_discrete_gaussian_counts(counts, rho, sensitivity=1.0, T="i64") -> OpenDPRelease:
+    r"""Release integer counts with OpenDP's ``make_gaussian`` (discrete Gaussian noise, ρ-zCDP).
+
+    As :func:`release_discrete_laplace_counts`, with :math:`\sigma = \Delta/\sqrt{2\rho}`
+    (``sensitivity`` is then the **L2** distance by which one person can change the counts:
+    1 for add/remove in a histogram, :math:`\sqrt2` under replacement).  The release is
+    :math:`\rho`-zCDP as OpenDP states it (``rho``; ``epsilon`` is None).
+
+    Examples
+    --------
+    >>> rel = release_discrete_gaussian_counts(57, rho=0.125)
+    >>> rel.model_kwargs, round(rel.rho, 12), rel.reports.shape
+    ({'noise': DiscreteGaussian(sigma=2.0)}, 0.125, ())
+    """
+    r, sens = float(rho), float(sensitivity)
+    sigma = sens / math.sqrt(2.0 * r)
+    reports, stated, kwargs, desc = _release_counts(
+        counts, T, sens, "make_gaussian", sigma, r, "rho"
+    )
+    return OpenDPRelease(reports, None, kwargs, desc, rho=stated)
