@@ -136,7 +136,8 @@ def test_logp_matches_brute_force(family, kind):
     h = 1e-6 * t
     up = f(y, c1, t + h, lo, hi)[0]
     dn = f(y, c1, t - h, lo, hi)[0]
-    fd = (up - dn) / (2 * h)
+    with np.errstate(invalid="ignore"):  # -inf rows, not selected
+        fd = (up - dn) / (2 * h)
     scale = 1e-4 * (1 + np.abs(got) / t)  # FD rounding: ~1e-10 |logp| / h
     assert np.all(np.abs(grad[sel] - fd[sel]) <= 1e-5 * np.abs(fd[sel]) + scale[sel]), np.max(
         np.abs(grad[sel] - fd[sel]) / (1e-5 * np.abs(fd[sel]) + scale[sel])
@@ -242,8 +243,8 @@ def test_noise_sampler_chi_square(kind, prm):
 
 
 def test_discrete_gaussian_proposals_bound():
-    """The symbolic sampler's DG_PROPOSALS: CKS acceptance >= 0.55 for every sigma, so a draw
-    with no accepted proposal has probability < 0.45^64."""
+    """The symbolic sampler's DG_PROPOSALS: CKS acceptance >= 0.44 for every sigma, so a draw
+    with no accepted proposal has probability < 0.56^96 < 1e-24."""
     from pymc_dpnoise.distributions.noisy_counts import DG_PROPOSALS
 
     worst = 1.0
@@ -255,8 +256,8 @@ def test_discrete_gaussian_proposals_bound():
         prop = (1 - a) / (1 + a) * a ** np.abs(k)
         acc = np.exp(-((np.abs(k) - sigma**2 / t) ** 2) / (2 * sigma**2))
         worst = min(worst, float(np.sum(prop * acc)))
-    assert worst > 0.55
-    assert (1 - worst) ** DG_PROPOSALS < 1e-22
+    assert worst > 0.44
+    assert (1 - worst) ** DG_PROPOSALS < 1e-24
 
 
 def test_spec_constructors_and_repr():

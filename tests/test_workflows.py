@@ -34,6 +34,7 @@ from pytensor.link.vm import VMLinker
 
 import pymc_dpnoise as pmd
 from pymc_dpnoise import distributions as dists
+from pymc_dpnoise import noise
 
 CHEAP_MODE = Mode(linker=VMLinker(c_thunks=False, use_cloop=False), optimizer="fast_run").excluding(
     "fusion", "inplace"
@@ -269,6 +270,26 @@ SPECS = [
         params=_poisson_params,
         fixed=dict(epsilon=1.0, sensitivity=2.0),
         rv_params="typical",
+    ),
+    Spec(
+        # an OpenDP-style release: discrete Gaussian noise, censored at 0 (unsigned cast)
+        "NoisyBinomial",
+        dists.NoisyBinomial,
+        dict(n=40.0, p=0.3, noise=noise.DiscreteGaussian(3.0), lower=0),
+        (),
+        params=_binomial_params,
+        fixed=dict(n=40.0, noise=noise.DiscreteGaussian(3.0), lower=0),
+        rv_params=dict(n=40.0, p=0.3, sigma=3.0, lower=0.0, upper=np.inf),
+    ),
+    Spec(
+        # a python-dp Count: rounded Laplace noise, no clamp
+        "NoisyPoisson",
+        dists.NoisyPoisson,
+        dict(mu=20.0, noise=noise.RoundedLaplace(2.0)),
+        (),
+        params=_poisson_params,
+        fixed=dict(noise=noise.RoundedLaplace(2.0)),
+        rv_params=dict(mu=20.0, scale=2.0, lower=-np.inf, upper=np.inf),
     ),
     _truncated_spec(dists.LaplaceNoisyTruncatedExponential, "lam", 0.5, 5.0, "lam"),
     _truncated_spec(dists.LaplaceNoisyTruncatedPoisson, "mu", 3.0, 8.0, "rate"),

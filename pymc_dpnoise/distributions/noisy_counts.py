@@ -36,9 +36,10 @@ __all__ = ["NoisyBinomial", "NoisyPoisson"]
 
 #: proposals per discrete-Gaussian draw in the symbolic sampler (module docstring of
 #: :mod:`pymc_dpnoise.noise`): the acceptance probability of Canonne, Kamath & Steinke's
-#: sampler is above 0.55 for every sigma, so no proposal is accepted with probability below
-#: 0.45^64 < 1e-22 per draw (tests/test_noisy_counts.py checks the bound).
-DG_PROPOSALS = 64
+#: sampler is above 0.44 for every sigma in [1e-3, 1e4] (lowest near sigma = 1), so no
+#: proposal is accepted with probability below 0.56^96 < 1e-24 per draw
+#: (tests/test_noisy_counts.py checks the bound); the NumPy mechanism loops until acceptance.
+DG_PROPOSALS = 96
 _HUGE = np.float64(1e300)
 
 

@@ -176,6 +176,12 @@ class _Binomial:
     def expand(self):
         return _Binomial(_e(self.n), _e(self.lq), self.n_max)
 
+    def params(self):
+        return [self.n, self.lq]
+
+    def rebuild(self, n, lq):
+        return _Binomial(n, lq, self.n_max)
+
     def log_pmf(self, s):
         return log_binom_pmf(s, self.n, self.lq)
 
@@ -226,6 +232,12 @@ class _Poisson:
 
     def expand(self):
         return _Poisson(_e(self.lmu))
+
+    def params(self):
+        return [self.lmu]
+
+    def rebuild(self, lmu):
+        return _Poisson(lmu)
 
     def log_pmf(self, s):
         return log_poisson_pmf(s, self.lmu)
@@ -285,20 +297,41 @@ def _lse(vals):
     return m_safe + pt.log(pt.sum(pt.exp(vals - _e(m_safe)), axis=-1))
 
 
-def _argmax(diff, a, b, iters):
-    """Argmax over the integers of [a, b] of a concave sequence with forward difference ``diff``.
+def _argmax(diff, a, b, iters, fam, value, sigma):
+    """Argmax over the integers of [a, b] of a concave sequence with forward difference
+    ``diff(s, fam, value, sigma)``.
 
     Bisection on the sign of ``diff`` (non-increasing), ``iters`` steps of a ``scan`` (one
-    small inner graph however many steps; no gradient flows through the position).
+    small inner graph however many steps; no gradient flows through the position).  Every
+    tensor the loop reads is passed in explicitly (``strict``): a scan that captured PyMC's
+    value variables from its closure would carry them into its inner graph, where PyMC's
+    replacements do not reach (the gradient then fails on ``ValuedRV``).
     """
-    a, b = pt.broadcast_arrays(_f64(a), _f64(b))
+    ns = [disconnected_grad(_f64(x)) for x in (*fam.params(), value, sigma)]
+    k = len(ns) - 2
 
-    def step(a, b):
+    def d(s, *inner):
+        return diff(s, fam.rebuild(*inner[:k]), inner[k], inner[k + 1])
+
+    a, b = _f64(a), _f64(b)
+    # broadcast the states with everything ``diff`` reads, so that the loop's output type
+    # (static shape included) is the initial state's (scan refuses a mismatch)
+    a, b, _ = pt.broadcast_arrays(a, b, d(a, *ns))
+    a, b = disconnected_grad(a), disconnected_grad(b)
+
+    def step(a, b, *inner):
         mid = pt.floor(0.5 * (a + b))
-        go = (mid < b) & (diff(mid) >= 0.0)
+        go = (mid < b) & (d(mid, *inner) >= 0.0)
         return pt.switch(go, mid + 1.0, a), pt.switch(go, b, mid)
 
-    a_s, _ = pytensor.scan(step, outputs_info=[a, b], n_steps=iters, return_updates=False)
+    a_s, _ = pytensor.scan(
+        step,
+        outputs_info=[a, b],
+        non_sequences=ns,
+        n_steps=iters,
+        strict=True,
+        return_updates=False,
+    )
     return disconnected_grad(a_s[-1])
 
 
@@ -321,7 +354,7 @@ def _full_support(term, n_max, hi):
     return _lse(vals)
 
 
-def _s_side_sum(fam, term, diff, a, b, lo, hi, sigma_max, kappa_factor=1.0):
+def _s_side_sum(fam, term, diff, a, b, lo, hi, sigma_max, value, sigma, kappa_factor=1.0):
     """Window sum over the count value s of a summand with the given forward difference,
     argmax in [a, b]; the whole support when the window would be wider than it."""
     width = window_half_width(sigma_max, fam.curvature, kappa_factor)
@@ -329,7 +362,7 @@ def _s_side_sum(fam, term, diff, a, b, lo, hi, sigma_max, kappa_factor=1.0):
         return _full_support(
             lambda s: pt.switch((s >= _e(lo)) & (s <= _e(hi)), term(s), -np.inf), fam.n_max, fam.hi
         )
-    c = _argmax(diff, a, b, fam.iters)
+    c = _argmax(diff, a, b, fam.iters, fam, value, sigma)
     return _window(term, c, lo, hi, width)
 
 
@@ -363,13 +396,13 @@ def _gauss_logp(fam, y, sigma, kind):
     def term(s):
         return ef.log_pmf(s) + _gauss_log_density(ey - s, es, kind)
 
-    def diff(s):
-        return fam.log_ratio(s) + (2.0 * (y - s) - 1.0) / (2.0 * sigma**2)
+    def diff(s, f, y, sigma):
+        return f.log_ratio(s) + (2.0 * (y - s) - 1.0) / (2.0 * sigma**2)
 
     mode = fam.mode()
     a = pt.clip(pt.minimum(mode, pt.floor(y)), fam.lo, fam.hi)
     b = pt.clip(pt.maximum(mode, pt.ceil(y)), fam.lo, fam.hi)
-    return _s_side_sum(fam, term, diff, a, b, fam.lo, fam.hi, sigma_max)
+    return _s_side_sum(fam, term, diff, a, b, fam.lo, fam.hi, sigma_max, y, sigma)
 
 
 def _laplace_kind_logp(fam, y, b, kind):
@@ -420,11 +453,11 @@ def _gauss_split_log_cdfs(fam, m, sigma):
     def term_c(s):
         return ef.log_pmf(s) + log_ndtr(-(em - s) / es)
 
-    def diff_c(s):
-        return fam.log_ratio(s) + log_ndtr(-(m - s - 1.0) / sigma) - log_ndtr(-(m - s) / sigma)
+    def diff_c(s, f, m, sigma):
+        return f.log_ratio(s) + log_ndtr(-(m - s - 1.0) / sigma) - log_ndtr(-(m - s) / sigma)
 
     a_c = pt.clip(pt.minimum(mode, hi_c), lo, hi_c)
-    log_c = _s_side_sum(fam, term_c, diff_c, a_c, hi_c, lo, hi_c, sigma_max, 0.63)
+    log_c = _s_side_sum(fam, term_c, diff_c, a_c, hi_c, lo, hi_c, sigma_max, m, sigma, 0.63)
 
     # above: s > k, summand P(s) Phi((m - s)/sigma)
     has_above = k + 1.0 <= hi
@@ -433,11 +466,11 @@ def _gauss_split_log_cdfs(fam, m, sigma):
     def term_b(s):
         return ef.log_pmf(s) + log_ndtr((em - s) / es)
 
-    def diff_b(s):
-        return fam.log_ratio(s) + log_ndtr((m - s - 1.0) / sigma) - log_ndtr((m - s) / sigma)
+    def diff_b(s, f, m, sigma):
+        return f.log_ratio(s) + log_ndtr((m - s - 1.0) / sigma) - log_ndtr((m - s) / sigma)
 
     b_b = pt.clip(pt.maximum(mode, lo_b), lo_b, hi)
-    log_b = _s_side_sum(fam, term_b, diff_b, lo_b, b_b, lo_b, hi, sigma_max, 0.63)
+    log_b = _s_side_sum(fam, term_b, diff_b, lo_b, b_b, lo_b, hi, sigma_max, m, sigma, 0.63)
 
     kk = pt.clip(k, lo - 1.0, hi)
     zero = pt.zeros_like(log_c)
@@ -463,31 +496,31 @@ def _dg_log_cdfs(fam, m, sigma):
     reach = fam.reach()
     big = pt.full_like(m, _BIG)
 
-    def noise_step(j):  # log P_N(j+1) - log P_N(j)
+    def noise_step(j, sigma):  # log P_N(j+1) - log P_N(j)
         return -(2.0 * j + 1.0) / (2.0 * sigma**2)
 
     # log P(Y <= m) = log sum_{j <= m} P_N(j) F_S(m - j)
     def term_lo(j):
         return -0.5 * (j / es) ** 2 - log_z + ef.log_cdf(em - j)
 
-    def diff_lo(j):
-        return noise_step(j) + fam.log_cdf(m - j - 1.0) - fam.log_cdf(m - j)
+    def diff_lo(j, f, m, sigma):
+        return noise_step(j, sigma) + f.log_cdf(m - j - 1.0) - f.log_cdf(m - j)
 
     b_lo = pt.minimum(0.0, m)
     a_lo = pt.minimum(pt.maximum(m - reach, -big), b_lo)
-    c_lo = _argmax(diff_lo, a_lo, b_lo, _MAX_ITERS)
+    c_lo = _argmax(diff_lo, a_lo, b_lo, _MAX_ITERS, fam, m, sigma)
     logcdf = _window(term_lo, c_lo, -big, m, width)
 
     # log P(Y > m) = log sum_{j > m - reach} P_N(j) (1 - F_S(m - j))
     def term_hi(j):
         return -0.5 * (j / es) ** 2 - log_z + ef.log_sf(em - j)
 
-    def diff_hi(j):
-        return noise_step(j) + fam.log_sf(m - j - 1.0) - fam.log_sf(m - j)
+    def diff_hi(j, f, m, sigma):
+        return noise_step(j, sigma) + f.log_sf(m - j - 1.0) - f.log_sf(m - j)
 
     a_hi = pt.maximum(0.0, m - reach + 1.0)
     b_hi = pt.maximum(pt.minimum(m + 1.0, big), a_hi)
-    c_hi = _argmax(diff_hi, a_hi, b_hi, _MAX_ITERS)
+    c_hi = _argmax(diff_hi, a_hi, b_hi, _MAX_ITERS, fam, m, sigma)
     logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width)
     return pt.minimum(logcdf, 0.0), pt.minimum(logccdf, 0.0)
 
