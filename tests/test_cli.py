@@ -148,7 +148,9 @@ def test_every_model_has_an_entry_and_a_test_case():
     # The *Summary classes observe a summary of the reports, not a file of reports: `fit`
     # reads reports (clipped-normal/-exponential switch to their summary for large files).
     per_report = {d for d in pymc_dpnoise._DISTRIBUTIONS if not d.endswith("Summary")}
-    assert {spec.distribution for spec in MODELS.values()} == per_report
+    fitted = {spec.distribution for spec in MODELS.values()}
+    fitted |= {d for spec in MODELS.values() for d in spec.also}  # by option (--noise)
+    assert fitted == per_report
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,6 +171,8 @@ def test_help_and_argument_errors_do_not_import_pymc():
             codes.append(main(["fit", "clipped-normal", "x.csv", "--lower", "1", "--upper", "0",
                                "--epsilon", "1"]))
             codes.append(main(["fit", "krr", "x.csv", "--seed", "-1"]))
+            codes.append(main(["fit", "noisy-binomial", "x.csv", "--n", "5", "--noise",
+                               "gaussian", "--epsilon", "1"]))
         print(codes)
         print(sorted(m for m in sys.modules if m.split(".")[0] in HEAVY_NAMES))
         """
@@ -178,7 +182,7 @@ def test_help_and_argument_errors_do_not_import_pymc():
     )
     assert res.returncode == 0, res.stderr
     codes, loaded = res.stdout.strip().splitlines()
-    assert codes == "[0, 0, 0, 0, 0, 2, 2]"
+    assert codes == "[0, 0, 0, 0, 0, 2, 2, 2]"
     assert loaded == "[]"
 
 
@@ -202,6 +206,11 @@ def test_fit_help_documents_default_priors(capsys):
     assert "--epsilon-column" in out and "--force" in out
     assert main(["fit", "linreg", "--help"]) == 0
     assert "tau_j ~ HalfNormal(1), Ω ~ LKJ(2)" in capsys.readouterr().out
+    for model in ("noisy-binomial", "noisy-poisson"):
+        assert main(["fit", model, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "{laplace,discrete-laplace,rounded-laplace,gaussian,discrete-gaussian}" in out
+        assert all(f in out for f in ("--scale", "--sigma", "--rho", "--lower", "--upper"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -323,6 +332,8 @@ def test_table_reports_data_row_of_first_bad_value(tmp_path):
 CN = ["fit", "clipped-normal"]
 TE = ["fit", "truncated-exponential"]
 MN = ["fit", "noisy-multinomial"]
+NB = ["fit", "noisy-binomial"]
+NP = ["fit", "noisy-poisson"]
 BOUNDS = ["--lower", "-5", "--upper", "5"]
 GOOD = "{d}/good.csv"
 
@@ -485,6 +496,72 @@ def _bad_cases():
             "--columns: column 'n' is also the n or epsilon column",
         ),
         ("multinomial-latent", [*MN, GOOD, *n10, *e1, "--latent", "z"], "invalid choice"),
+        # noisy counts: --noise and its options, the releases against the noise and clamp
+        ("count-no-noise", [*NB, GOOD, *n10], "--noise laplace needs exactly one of --scale, "),
+        ("count-no-sigma", [*NP, GOOD, "--noise", "gaussian"], "one of --sigma or --rho"),
+        (
+            "count-gaussian-epsilon",
+            [*NB, GOOD, *n10, "--noise", "discrete-gaussian", *e1],
+            "--epsilon does not apply to --noise discrete-gaussian: give one of --sigma or --rho",
+        ),
+        (
+            "count-laplace-rho",
+            [*NP, GOOD, "--noise", "rounded-laplace", "--rho", "1"],
+            "--rho does not apply to --noise rounded-laplace",
+        ),
+        (
+            "count-sigma-and-rho",
+            [*NP, GOOD, "--noise", "gaussian", "--sigma", "1", "--rho", "1"],
+            "got --sigma and --rho",
+        ),
+        ("count-scale-and-eps", [*NB, GOOD, *n10, "--scale", "2", *e1], "got --scale and --eps"),
+        (
+            "count-sensitivity-with-scale",
+            [*NP, GOOD, "--scale", "2", "--sensitivity", "3"],
+            "--sensitivity goes with --epsilon or --rho, not --scale",
+        ),
+        (
+            "count-clamp-and-lower",
+            [*NB, GOOD, *n10, *e1, "--clamp", "--lower", "0"],
+            "--clamp is --lower 0 --upper 10",
+        ),
+        (
+            "count-bounds-order",
+            [*NP, GOOD, *e1, "--lower", "5", "--upper", "2"],
+            "--lower (5) must be smaller than --upper (2)",
+        ),
+        (
+            "count-bound-not-integer",
+            [*NP, GOOD, "--noise", "discrete-laplace", *e1, "--upper", "9.5"],
+            "--upper must be a whole number with --noise discrete-laplace",
+        ),
+        ("count-noise-choice", [*NP, GOOD, "--noise", "normal"], "invalid choice"),
+        (
+            "count-not-integer",
+            [*NB, GOOD, *n10, "--noise", "discrete-gaussian", "--rho", "0.5"],
+            "data row 1: --noise discrete-gaussian releases are integers, got 0.5 in column 'z' "
+            "(2 bad values in total)",
+        ),
+        (
+            "count-outside-clamp",
+            [*NP, "{d}/counts.csv", "--noise", "discrete-laplace", *e1, "--lower", "1"],
+            "data row 2: release 0 is outside the clamp [1, inf] (--lower 1) in column 'y'",
+        ),
+        (
+            "count-outside-binomial-clamp",
+            [*NB, "{d}/counts.csv", "--n", "5", "--scale", "1", "--clamp"],
+            "data row 4: release 7 is outside the clamp [0, 5] (--clamp)",
+        ),
+        (
+            "count-tiny-noise",
+            [*NP, GOOD, "--noise", "gaussian", "--rho", "1e12"],
+            "rho=1e+12, sensitivity=1: the noise sigma is 7.07107e-07, outside [0.001, 1e+07]",
+        ),
+        (
+            "count-tiny-noise-column",
+            [*NP, "{d}/counts.csv", "--noise", "discrete-laplace", "--epsilon-column", "eps"],
+            "the noise scale is 1e-06, outside",
+        ),
     ]
 
 
@@ -507,6 +584,7 @@ def bad_dir(tmp_path_factory):
         "cats.csv": "y\n0\n2\n3\n",
         "reg.csv": "a,b,y\n0.1,0.2,1\n0.3,0.1,0.5\n",
         "releases.csv": "y,n\n10.5,3\n12,2.5\n",
+        "counts.csv": "y,eps\n3,1\n0,1\n5,1e6\n7,1\n",
     }
     for name, text in files.items():
         (d / name).write_text(text)
@@ -889,3 +967,109 @@ def test_truncated_normal_reads_pairs_and_builds(tmp_path):
     bad = build_parser().parse_args(["fit", "truncated-normal", str(p), *args[:1], "5", *args[2:]])
     with pytest.raises(InputError, match="must be smaller than --upper"):
         MODELS["truncated-normal"].check(bad)
+
+
+def _built(model, path, *opts):
+    """Parse, check, read and build ``fit MODEL PATH *opts`` (no sampling): (data, Built)."""
+    from pymc_dpnoise.cli import build_parser
+
+    args = build_parser().parse_args(["fit", model, str(path), *opts])
+    MODELS[model].check(args)
+    with open_table(args.reports, header="auto", sep=None, max_rows=100) as t:
+        data = MODELS[model].data.read(t, args)
+    return data, MODELS[model].build(args, data)
+
+
+def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):
+    """--noise laplace with a budget keeps the LaplaceNoisy* path; every other combination is
+    NoisyBinomial / NoisyPoisson with the spec the options describe."""
+    from pymc_dpnoise import noise
+    from pymc_dpnoise.distributions.noisy_counts import noise_of
+
+    p = _write(tmp_path / "c.csv", "y,eps\n3,1\n0,2\n5,0.5\n")
+
+    def y_op(b):
+        return type(b.model["y"].owner.op).__name__
+
+    # the default: unchanged (--epsilon, --clamp, --sensitivity)
+    d, b = _built("noisy-binomial", p, "--n", "10", "--epsilon", "1", "--clamp")
+    assert "noise" not in d and y_op(b) == "ClampedLaplaceNoisyBinomialRV"
+    assert b.likelihood == "y ~ LaplaceNoisyBinomial(n=10, p, epsilon=1, sensitivity=1, clamp=True)"
+    d, b = _built("noisy-poisson", p, "--epsilon-column", "eps", "--sensitivity", "2")
+    assert "noise" not in d and y_op(b) == "LaplaceNoisyPoissonRV"
+    assert "sensitivity=2)" in b.likelihood
+    # the noise specs
+    args = ["--n", "10", "--noise", "discrete-gaussian", "--rho", "0.5", "--lower", "0"]
+    d, b = _built("noisy-binomial", p, *args)
+    assert (
+        d["noise"] == noise.DiscreteGaussian(1.0) and noise_of(b.model["y"]) == "discrete_gaussian"
+    )
+    assert b.likelihood == (
+        "y ~ NoisyBinomial(n=10, p, noise=DiscreteGaussian(sigma=1.0) from rho=0.5, "
+        "sensitivity=1, lower=0)"
+    )
+    d, b = _built("noisy-binomial", p, "--n", "10", "--scale", "2", "--clamp")
+    assert d["noise"] == noise.Laplace(2.0) and noise_of(b.model["y"]) == "laplace"
+    assert b.likelihood.endswith("noise=Laplace(scale=2.0), lower=0, upper=10)")
+    d, b = _built("noisy-poisson", p, "--noise", "gaussian", "--rho", "2", "--sensitivity", "4")
+    assert d["noise"] == noise.Gaussian(2.0) and "lower" not in b.likelihood
+    # a budget per release: the scale per release
+    d, b = _built("noisy-poisson", p, "--noise", "discrete-laplace", "--epsilon-column", "eps")
+    assert d["noise"] == noise.DiscreteLaplace(np.array([1.0, 0.5, 2.0]))
+    assert d["z"].tolist() == [3.0, 0.0, 5.0] and "from epsilon from column 'eps'" in b.likelihood
+    d, b = _built("noisy-poisson", p, "--noise", "rounded-laplace", "--scale", "1", "--upper", "5")
+    assert noise_of(b.model["y"]) == "rounded_laplace" and b.likelihood.endswith(", upper=5)")
+    assert b.model["y"].dtype == "int64" and b.params == ["mu"]
+
+
+#: known bugs of NoisyBinomial / NoisyPoisson (pymc_dpnoise/math/noisy_counts.py) that stop
+#: the discrete-Gaussian fit below; the test passes once both are fixed
+_DG_BUGS = (
+    "the Gaussian kinds have no gradient in a model once the window sum runs its argmax scan "
+    "(n above about 25 at sigma = 1; every Poisson): the scan closes over tensors computed "
+    "from p, so it copies PyMC's ValuedRV/TransformedValue into its inner graph "
+    "(NotImplementedError: pullback not implemented for ValuedRV; pm.logp of .dist(p=tensor) "
+    "differentiates); and any clamp warns "
+    "'overflow encountered in cast' when the logp is built (pt.maximum(lo, -1e300) in _clamped "
+    "autocasts -1e300 through float32), an error under this suite's filterwarnings"
+)
+
+
+@NATIVE
+@pytest.mark.parametrize(
+    "noise_args",
+    [
+        pytest.param(
+            ["--noise", "discrete-gaussian", "--rho", "0.5", "--lower", "0"],
+            marks=pytest.mark.xfail(strict=True, reason=_DG_BUGS),
+            id="discrete-gaussian-lower0",
+        ),
+        pytest.param(["--noise", "discrete-laplace", "--epsilon", "1"], id="discrete-laplace"),
+    ],
+)
+def test_fit_noisy_binomial_with_a_noise_spec(tmp_path, capsys, noise_args):
+    """An OpenDP-style release fitted end to end with nutpie: 30 counts of n = 60 records,
+    p = 0.3, released with the noise of ``noise_args`` (saturated at 0 with ``--lower 0``)."""
+    pytest.importorskip("nutpie")
+    from pymc_dpnoise import noise
+
+    opt = dict(zip(noise_args[::2], noise_args[1::2], strict=True))
+    if opt["--noise"] == "discrete-gaussian":
+        spec = noise.DiscreteGaussian.from_rho(float(opt["--rho"]))
+    else:
+        spec = noise.DiscreteLaplace.from_epsilon(float(opt["--epsilon"]))
+    rng = np.random.default_rng(5)
+    released = np.maximum(spec.release(rng.binomial(60, 0.3, 30), rng), opt.get("--lower", -999))
+    data = tmp_path / "counts.csv"
+    pd.DataFrame({"y": released}).to_csv(data, index=False)
+    save = tmp_path / "draws.csv"
+    argv = ["fit", "noisy-binomial", str(data), "--n", "60", *noise_args, "--sampler", "nutpie"]
+    argv += ["--draws", "200", "--tune", "200", "--chains", "2", "--cores", "1", "--quiet"]
+    rc = main([*argv, "--save", str(save)])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert f"y ~ NoisyBinomial(n=60, p, noise={spec!r} from " in out.out
+    draws = pd.read_csv(save)
+    assert list(draws.columns) == ["chain", "draw", "p"] and len(draws) == 2 * 200
+    # 30 counts of 60 records: the posterior sd of p is about 0.011
+    assert abs(draws["p"].mean() - 0.3) < 0.05

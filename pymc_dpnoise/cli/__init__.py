@@ -12,7 +12,10 @@ Commands
     distribution: ``clipped-normal``, ``clipped-exponential``, ``noisy-binomial``,
     ``noisy-poisson``, ``truncated-exponential``, ``truncated-poisson``,
     ``noisy-multinomial``, ``oue``, ``sue``, ``unary-encoding``, ``krr``, ``linreg``,
-    ``logreg``, ``ss-normal`` (``pymc-dpnoise fit --help``).
+    ``logreg``, ``ss-normal`` (``pymc-dpnoise fit --help``).  The count commands
+    (``noisy-binomial``, ``noisy-poisson``) take the release's noise as ``--noise`` (Laplace,
+    discrete Laplace, rounded Laplace, Gaussian or discrete Gaussian, with ``--scale`` /
+    ``--epsilon`` or ``--sigma`` / ``--rho``) and its clamp as ``--lower`` / ``--upper``.
 
 Layout: :mod:`._args` (parser, validators), :mod:`._read` (DuckDB readers), :mod:`._models`
 (the registry: one entry per model), :mod:`._fit` (the fit command), :mod:`._write` (output

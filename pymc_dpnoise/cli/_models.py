@@ -95,6 +95,7 @@ class ModelSpec:
     description: str  # model and default priors for ``fit MODEL --help``
     metavar: str = "REPORTS"
     what: str = "file of privatised reports, one per row"
+    also: tuple = ()  # the distributions it fits with other options (``--noise``)
 
     def add_data_args(self, group):
         self.data.add_args(group)
@@ -139,8 +140,13 @@ def _check_values(table, idx, values, kind, *, k=None):
         why = why.replace("{k}", str(k))
     else:  # pragma: no cover
         raise ValueError(kind)
+    _refuse_rows(table, idx, values, bad, why)
+
+
+def _refuse_rows(table, idx, values, bad, why):
+    """One-line error on the first row where ``bad``: ``why`` formatted with its value ``v``."""
     if bad.any():
-        row = int(np.argmax(bad))
+        row = int(bad.argmax())
         more = f" ({int(bad.sum())} bad values in total)" if bad.sum() > 1 else ""
         msg = why.format(v=_fmt(values[row]))
         raise InputError(
@@ -242,6 +248,7 @@ def _scalar_read(table, args, *, what="reports", min_rows=2):
         out,
         read=f"Read {len(z)} {what} from {table.display} (column {table.label(idx)}).",
         note=note,
+        column=idx,
     )
 
 
@@ -696,77 +703,269 @@ def _clipped_exponential_build(args, data):
 # noisy counts (central DP: one released count per row)
 # --------------------------------------------------------------------------------------------
 
-
-_SENSITIVITY = Opt(
-    "--sensitivity",
-    "L1 sensitivity of one record (Laplace scale = sensitivity / epsilon; default 1)",
-    type=positive_float,
-    default=1.0,
+#: ``--noise`` values: (class of :mod:`pymc_dpnoise.noise`, its parameter option, the budget
+#: option it is computed from, integer releases?)
+_NOISE_KINDS = {
+    "laplace": ("Laplace", "scale", "epsilon", False),
+    "discrete-laplace": ("DiscreteLaplace", "scale", "epsilon", True),
+    "rounded-laplace": ("RoundedLaplace", "scale", "epsilon", True),
+    "gaussian": ("Gaussian", "sigma", "rho", False),
+    "discrete-gaussian": ("DiscreteGaussian", "sigma", "rho", True),
+}
+_NOISE_OPTIONS = (
+    Opt(
+        "--noise",
+        "the noise the releases added (see above)",
+        choices=tuple(_NOISE_KINDS),
+        default="laplace",
+    ),
+    Opt(
+        "--scale",
+        "Laplace kinds: the noise scale b (instead of --epsilon)",
+        type=positive_float,
+        metavar="B",
+    ),
+    Opt("--sigma", "Gaussian kinds: the noise parameter sigma", type=positive_float, metavar="S"),
+    Opt(
+        "--rho",
+        "Gaussian kinds: zCDP budget ρ of every release (sigma = sensitivity / sqrt(2 rho))",
+        type=positive_float,
+        metavar="R",
+    ),
+    Opt(
+        "--sensitivity",
+        "sensitivity of a count to one record, with --epsilon (scale = sensitivity / "
+        "epsilon) or --rho (default 1)",
+        type=positive_float,
+    ),
+    Opt(
+        "--lower",
+        "the releases were clamped below at LOWER after the noise (--lower 0 alone: "
+        "OpenDP's saturating cast)",
+        type=finite_float,
+    ),
+    Opt("--upper", "the releases were clamped above at UPPER after the noise", type=finite_float),
 )
 _NOISY_BINOMIAL_OPTIONS = (
     Opt("--n", "number of records behind every released count", type=int, required=True),
-    Opt(
-        "--clamp",
-        "the releases were clamped to [0, n] after the noise (atoms at 0 and n)",
-        action="store_true",
-    ),
+    *_NOISE_OPTIONS,
+    Opt("--clamp", "the releases were clamped to [0, n]: --lower 0 --upper n", action="store_true"),
     _prior("--p-prior", ("A", "B"), "p ~ Beta(A, B) (default: 1 1, uniform)", default=(1.0, 1.0)),
-    _SENSITIVITY,
 )
 _NOISY_POISSON_OPTIONS = (
+    *_NOISE_OPTIONS,
     _gamma_prior("mu", "1 0.01, prior mean 100", default=(1.0, 0.01)),
-    _SENSITIVITY,
 )
+
+
+def _laplace_path(args) -> bool:
+    """Continuous Laplace from the budget, unclamped or ``--clamp``: LaplaceNoisy* as before."""
+    return (
+        args.noise == "laplace" and args.scale is None and (args.lower, args.upper) == (None, None)
+    )
+
+
+def _count_sensitivity(args) -> float:
+    return 1.0 if args.sensitivity is None else args.sensitivity
+
+
+def _count_bounds(args):
+    """The clamp ``(lower, upper)``, None where there is none (``--clamp``: [0, n])."""
+    if getattr(args, "clamp", False):
+        return 0.0, float(args.n)
+    return args.lower, args.upper
 
 
 def _noisy_count_check(args):
     if getattr(args, "n", 1) < 1:
         raise InputError(f"--n must be a whole number >= 1, got {args.n}")
-    _check_scale(args.sensitivity, args)
+    _, param, _, integer = _NOISE_KINDS[args.noise]
+    noise = f"--noise {args.noise}"
+    own = ("--scale", "--epsilon", "--epsilon-column") if param == "scale" else ("--sigma", "--rho")
+    flags = ("--scale", "--epsilon", "--epsilon-column", "--sigma", "--rho")
+    given = [f for f in flags if getattr(args, f[2:].replace("-", "_")) is not None]
+    choices = ", ".join(own[:-1]) + " or " + own[-1]
+    wrong = [f for f in given if f not in own]
+    if wrong:
+        raise InputError(f"{wrong[0]} does not apply to {noise}: give one of {choices}")
+    if len(given) != 1:
+        got = f", got {' and '.join(given)}" if given else ""
+        raise InputError(f"{noise} needs exactly one of {choices}{got}")
+    if args.sensitivity is not None and given[0] in ("--scale", "--sigma"):
+        raise InputError(
+            f"--sensitivity goes with --epsilon or --rho, not {given[0]} (the noise itself)"
+        )
+    _check_scale(_count_sensitivity(args), args)
+    if getattr(args, "clamp", False) and (args.lower is not None or args.upper is not None):
+        raise InputError(f"--clamp is --lower 0 --upper {args.n}: give one or the other")
+    lower, upper = _count_bounds(args)
+    if lower is not None and upper is not None and not lower < upper:
+        raise InputError(f"--lower ({_fmt(lower)}) must be smaller than --upper ({_fmt(upper)})")
+    if integer:
+        for flag, v in (("--lower", args.lower), ("--upper", args.upper)):
+            if v is not None and v != int(v):
+                raise InputError(
+                    f"{flag} must be a whole number with {noise} (integer releases), got {_fmt(v)}"
+                )
+
+
+def _noise_spec(args, epsilon, epsilon_desc):
+    """(spec, description) of the releases' noise: the class of ``--noise`` at ``--scale`` /
+    ``--sigma``, or from the budget (``epsilon``: --epsilon or its column's values, or --rho)."""
+    import numpy as np
+
+    from .. import noise
+
+    cls_name, param, budget, _ = _NOISE_KINDS[args.noise]
+    sens = _count_sensitivity(args)
+    direct = getattr(args, param)
+    with np.errstate(over="ignore", divide="ignore"):
+        if direct is not None:
+            value, source = np.asarray(direct), f"--{param} {_fmt(direct)}"
+        elif budget == "rho":
+            value = sens / np.sqrt(2.0 * np.asarray(args.rho))
+            source = f"rho={_fmt(args.rho)}, sensitivity={_fmt(sens)}"
+        else:
+            value = sens / np.asarray(epsilon, dtype="float64")
+            source = f"{epsilon_desc}, sensitivity={_fmt(sens)}"
+    bad = ~((value >= noise.PARAM_MIN) & (value <= noise.PARAM_MAX))
+    if bad.any():
+        raise InputError(
+            f"{source}: the noise {param} is {_fmt(value[bad].flat[0] if value.ndim else value)}, "
+            f"outside [{noise.PARAM_MIN:g}, {noise.PARAM_MAX:g}] (no DP release has such noise)"
+        )
+    spec = getattr(noise, cls_name)(float(value) if value.ndim == 0 else value)
+    if direct is not None:
+        return spec, repr(spec)
+    shown = repr(spec) if value.ndim == 0 else f"{cls_name}({param}=sensitivity / epsilon)"
+    return spec, f"{shown} from {source}"
+
+
+def _count_read(table, args):
+    """One released count per row; with a noise spec (every path but :func:`_laplace_path`),
+    the spec and the releases checked against it: integers for the integer kinds, inside the
+    clamp."""
+    import numpy as np
+
+    out = _scalar_read(table, args)
+    if _laplace_path(args):
+        return out
+    z, idx = out["z"], out["column"]
+    if _NOISE_KINDS[args.noise][3]:
+        why = f"--noise {args.noise} releases are integers, got {{v}}"
+        _refuse_rows(table, idx, z, z != np.round(z), why)
+    lower, upper = _count_bounds(args)
+    lo = -np.inf if lower is None else lower
+    hi = np.inf if upper is None else upper
+    if getattr(args, "clamp", False):
+        source = "--clamp"
+    else:
+        given = (("--lower", lower), ("--upper", upper))
+        source = " ".join(f"{f} {_fmt(v)}" for f, v in given if v is not None)
+    why = f"release {{v}} is outside the clamp [{_fmt(lo)}, {_fmt(hi)}] ({source})"
+    _refuse_rows(table, idx, z, (z < lo) | (z > hi), why)
+    spec, desc = _noise_spec(args, out["epsilon"], out["epsilon_desc"])
+    return dict(out, noise=spec, noise_desc=desc)
+
+
+#: released noisy counts, one per row; the budget is optional here (the Gaussian kinds take
+#: --sigma or --rho): :func:`_noisy_count_check` asks for what ``--noise`` needs
+COUNT_RELEASES = DataKind(
+    (
+        _column(
+            "--column",
+            "column of released counts, one release per row (default: the first column that "
+            "no other option uses)",
+        ),
+        OneOf(
+            Opt(
+                "--epsilon",
+                "Laplace kinds: privacy budget ε > 0 of every release",
+                type=positive_float,
+                metavar="E",
+            ),
+            _column("--epsilon-column", "Laplace kinds: column of per-release budgets ε > 0"),
+            required=False,
+        ),
+    ),
+    _count_read,
+)
+
+
+def _clamp_desc(args) -> str:
+    lower, upper = _count_bounds(args)
+    return "".join(
+        f", {k}={_fmt(v)}" for k, v in (("lower", lower), ("upper", upper)) if v is not None
+    )
 
 
 def _noisy_binomial_build(args, data):
     import pymc as pm
 
-    from ..distributions import LaplaceNoisyBinomial
+    from ..distributions import LaplaceNoisyBinomial, NoisyBinomial
 
     a, b = args.p_prior
     with pm.Model() as model:
         p = pm.Beta("p", alpha=a, beta=b)
-        LaplaceNoisyBinomial(
-            "y",
-            args.n,
-            p,
-            data["epsilon"],
-            sensitivity=args.sensitivity,
-            clamp=args.clamp,
-            observed=data["z"],
-        )
-    return Built(
-        model,
-        f"y ~ LaplaceNoisyBinomial(n={args.n}, p, {data['epsilon_desc']}, "
-        f"sensitivity={_fmt(args.sensitivity)}, clamp={args.clamp})",
-        f"p ~ Beta({_fmt(a)}, {_fmt(b)})",
-        ["p"],
-    )
+        if _laplace_path(args):
+            LaplaceNoisyBinomial(
+                "y",
+                args.n,
+                p,
+                data["epsilon"],
+                sensitivity=_count_sensitivity(args),
+                clamp=args.clamp,
+                observed=data["z"],
+            )
+            likelihood = (
+                f"y ~ LaplaceNoisyBinomial(n={args.n}, p, {data['epsilon_desc']}, "
+                f"sensitivity={_fmt(_count_sensitivity(args))}, clamp={args.clamp})"
+            )
+        else:
+            lower, upper = _count_bounds(args)
+            NoisyBinomial(
+                "y", n=args.n, p=p, noise=data["noise"], lower=lower, upper=upper,
+                observed=data["z"],
+            )  # fmt: skip
+            likelihood = (
+                f"y ~ NoisyBinomial(n={args.n}, p, noise={data['noise_desc']}{_clamp_desc(args)})"
+            )
+    return Built(model, likelihood, f"p ~ Beta({_fmt(a)}, {_fmt(b)})", ["p"])
 
 
 def _noisy_poisson_build(args, data):
     import pymc as pm
 
-    from ..distributions import LaplaceNoisyPoisson
+    from ..distributions import LaplaceNoisyPoisson, NoisyPoisson
 
     a, b = args.mu_prior
+    sens = _count_sensitivity(args)
     with pm.Model() as model:
         mu = pm.Gamma("mu", alpha=a, beta=b)
-        LaplaceNoisyPoisson("y", mu, data["epsilon"], args.sensitivity, observed=data["z"])
-    return Built(
-        model,
-        f"y ~ LaplaceNoisyPoisson(mu, {data['epsilon_desc']}, "
-        f"sensitivity={_fmt(args.sensitivity)})",
-        f"mu ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})",
-        ["mu"],
-    )
+        if _laplace_path(args):
+            LaplaceNoisyPoisson("y", mu, data["epsilon"], sens, observed=data["z"])
+            likelihood = (
+                f"y ~ LaplaceNoisyPoisson(mu, {data['epsilon_desc']}, sensitivity={_fmt(sens)})"
+            )
+        else:
+            lower, upper = _count_bounds(args)
+            NoisyPoisson(
+                "y", mu=mu, noise=data["noise"], lower=lower, upper=upper, observed=data["z"]
+            )
+            likelihood = f"y ~ NoisyPoisson(mu, noise={data['noise_desc']}{_clamp_desc(args)})"
+    return Built(model, likelihood, f"mu ~ Gamma(alpha={_fmt(a)}, beta={_fmt(b)})", ["mu"])
+
+
+_NOISE_TEXT = """
+
+    Noise (--noise): laplace (continuous, the default), discrete-laplace (OpenDP, Tumult and
+    SmartNoise counts), rounded-laplace (Google's DP library), gaussian, discrete-gaussian
+    (OpenDP, Tumult, the 2020 Census).  The Laplace kinds take --scale b, or --epsilon (or
+    --epsilon-column, one budget per release) with b = sensitivity / epsilon; the Gaussian
+    kinds --sigma, or --rho with sigma = sensitivity / sqrt(2 rho).  The integer kinds need
+    integer releases.  --lower / --upper: the releases were clamped there after the noise
+    (post-processing; --lower 0 alone is OpenDP's saturating cast); releases outside the
+    clamp are an error."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -1479,37 +1678,50 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec(
             "noisy-binomial",
             "LaplaceNoisyBinomial",
-            SCALAR,
+            COUNT_RELEASES,
             _NOISY_BINOMIAL_OPTIONS,
             _noisy_count_check,
             _noisy_binomial_build,
-            "released counts of n Bernoulli records plus Laplace noise (central DP)",
+            "released counts of n Bernoulli records plus DP noise (central DP)",
             _doc(
                 """\
-            Model: each row is one release y_i = s_i + Laplace(0, sensitivity / epsilon_i) of
-            a count s_i ~ Binomial(n, p) (e.g. one region's number of "yes" answers), fitted
-            with pymc_dpnoise.LaplaceNoisyBinomial (s_i summed out exactly).  --clamp: the
-            releases were clamped to [0, n] after the noise.
+            Model: each row is one release y_i = clamp(s_i + noise_i, lower, upper) of a count
+            s_i ~ Binomial(n, p) (e.g. one region's number of "yes" answers), s_i summed out
+            exactly.  Fitted with pymc_dpnoise.LaplaceNoisyBinomial for --noise laplace with
+            --epsilon or --epsilon-column (and --clamp: the releases were clamped to [0, n]),
+            with pymc_dpnoise.NoisyBinomial otherwise.""",
+                _NOISE_TEXT,
+                """
 
             Default prior: p ~ Beta(1, 1).""",
             ),
+            metavar="RELEASES",
+            what="file of released noisy counts, one per row",
+            also=("NoisyBinomial",),
         ),
         ModelSpec(
             "noisy-poisson",
             "LaplaceNoisyPoisson",
-            SCALAR,
+            COUNT_RELEASES,
             _NOISY_POISSON_OPTIONS,
             _noisy_count_check,
             _noisy_poisson_build,
-            "released totals of Poisson counts plus Laplace noise (central DP)",
+            "released totals of Poisson counts plus DP noise (central DP)",
             _doc(
                 """\
-            Model: each row is one release y_i = s_i + Laplace(0, sensitivity / epsilon_i) of
-            a total s_i ~ Poisson(mu), fitted with pymc_dpnoise.LaplaceNoisyPoisson (s_i summed
-            out exactly).  The sensitivity is the bound each record's count was clipped to.
+            Model: each row is one release y_i = clamp(s_i + noise_i, lower, upper) of a total
+            s_i ~ Poisson(mu), s_i summed out exactly.  The sensitivity is the bound each
+            record's count was clipped to.  Fitted with pymc_dpnoise.LaplaceNoisyPoisson for
+            --noise laplace with --epsilon or --epsilon-column, with pymc_dpnoise.NoisyPoisson
+            otherwise.""",
+                _NOISE_TEXT,
+                """
 
             Default prior: mu ~ Gamma(1, 0.01) (prior mean 100; set --mu-prior).""",
             ),
+            metavar="RELEASES",
+            what="file of released noisy totals, one per row",
+            also=("NoisyPoisson",),
         ),
         _truncated_model(
             "truncated-exponential",
