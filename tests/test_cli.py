@@ -1022,26 +1022,12 @@ def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):
     assert b.model["y"].dtype == "int64" and b.params == ["mu"]
 
 
-#: known bugs of NoisyBinomial / NoisyPoisson (pymc_dpnoise/math/noisy_counts.py) that stop
-#: the discrete-Gaussian fit below; the test passes once both are fixed
-_DG_BUGS = (
-    "the Gaussian kinds have no gradient in a model once the window sum runs its argmax scan "
-    "(n above about 25 at sigma = 1; every Poisson): the scan closes over tensors computed "
-    "from p, so it copies PyMC's ValuedRV/TransformedValue into its inner graph "
-    "(NotImplementedError: pullback not implemented for ValuedRV; pm.logp of .dist(p=tensor) "
-    "differentiates); and any clamp warns "
-    "'overflow encountered in cast' when the logp is built (pt.maximum(lo, -1e300) in _clamped "
-    "autocasts -1e300 through float32), an error under this suite's filterwarnings"
-)
-
-
 @NATIVE
 @pytest.mark.parametrize(
     "noise_args",
     [
         pytest.param(
             ["--noise", "discrete-gaussian", "--rho", "0.5", "--lower", "0"],
-            marks=pytest.mark.xfail(strict=True, reason=_DG_BUGS),
             id="discrete-gaussian-lower0",
         ),
         pytest.param(["--noise", "discrete-laplace", "--epsilon", "1"], id="discrete-laplace"),
@@ -1059,7 +1045,7 @@ def test_fit_noisy_binomial_with_a_noise_spec(tmp_path, capsys, noise_args):
     else:
         spec = noise.DiscreteLaplace.from_epsilon(float(opt["--epsilon"]))
     rng = np.random.default_rng(5)
-    released = np.maximum(spec.release(rng.binomial(60, 0.3, 30), rng), opt.get("--lower", -999))
+    released = np.maximum(spec.release(rng.binomial(60, 0.3, 30), rng), int(opt.get("--lower", -999)))
     data = tmp_path / "counts.csv"
     pd.DataFrame({"y": released}).to_csv(data, index=False)
     save = tmp_path / "draws.csv"
