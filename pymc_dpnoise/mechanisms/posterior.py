@@ -45,6 +45,7 @@ from scipy import optimize, special
 
 from .._validation import check_positive
 from ..bayesnet import BayesNet, as_bayesnet
+from ._truncated import truncated_beta
 from .core import clip_rows
 
 __all__ = [
@@ -538,16 +539,14 @@ def _trims_for_epsilon(net: BayesNet, eps_draw: float) -> tuple[float, ...]:
 
 
 def _truncated_beta(a1, a0, lo, rng):
-    """θ ~ Beta(a1, a0) restricted to [lo, 1 - lo], by the inverse CDF (no rejection)."""
-    hi = 1.0 - lo
-    c_lo, c_hi = special.betainc(a1, a0, lo), special.betainc(a1, a0, hi)
-    s_lo, s_hi = special.betaincc(a1, a0, lo), special.betaincc(a1, a0, hi)
-    u = rng.random(np.shape(a1))
-    upper = c_lo > 0.5  # mass piled near 1: work with the survival function
-    th_low = special.betaincinv(a1, a0, c_lo + u * (c_hi - c_lo))
-    th_up = special.betainccinv(a1, a0, s_hi + u * (s_lo - s_hi))
-    th = np.where(upper, th_up, th_low)
-    return np.clip(th, lo, hi)
+    """θ ~ Beta(a1, a0) restricted to [lo, 1 - lo], exactly at any concentration.
+
+    :func:`._truncated.truncated_beta`: the inverse CDF where the restricted mass is not small,
+    rejection from an exponential envelope where it is (the CDF underflows there, and the
+    inverse CDF would release the wrong end of the range).
+    """
+    lo = np.full(np.shape(a1), float(lo))
+    return truncated_beta(a1, a0, lo, 1.0 - lo, rng)
 
 
 def _truncated_dirichlet(a, lo, rng, max_proposals=100_000):
