@@ -701,3 +701,53 @@ def test_issue22_log_betainc_where_betainc_underflows(a, b, x):
     )
     ref = math.log(val) + h(x) - special.betaln(a, b)
     assert float(log_betainc(a, b, x)) == pytest.approx(ref, rel=1e-11)
+
+
+def _corner_marginal_cdf(a, lo, span):
+    """CDF of theta_0 under Dirichlet(a) (K = 3) restricted to {theta >= lo}, by a 2-d grid of
+    its log density over the excesses theta_v - lo in [0, span] (the law sits in that corner)."""
+    e = np.linspace(0.0, span, 1501)
+    t0, t1 = lo + e[:, None], lo + e[None, :]
+    t2 = 1.0 - t0 - t1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lp = (a[0] - 1) * np.log(t0) + (a[1] - 1) * np.log(t1) + (a[2] - 1) * np.log(t2)
+    lp = np.where(t2 >= lo, lp, -np.inf)
+    marg = np.exp(lp - lp.max()).sum(axis=1)
+    cdf = np.concatenate([[0.0], np.cumsum((marg[1:] + marg[:-1]) / 2)])
+    return lambda v: np.interp(v, lo + e, cdf / cdf[-1])
+
+
+def test_issue22_categorical_posterior_sample_outside_the_trimmed_simplex():
+    """100,000 records whose frequencies lie outside the trimmed simplex: an exact draw, not a
+    RuntimeError (which, raised for some data and not others, was itself a leak)."""
+    net = BayesNet.from_parents({0: ()}, (3,))
+    w = 1 / (2 + math.exp(0.5))  # epsilon = 1
+    for counts in [(30_000, 0, 70_000), (100_000, 0, 0), (5, 5, 99_990), (33_334, 33_333, 33_333)]:
+        x = np.repeat(np.arange(3), counts)[:, None]
+        th = m.posterior_sample(x, net, 1.0, rng(43)).values[0][0]
+        assert np.all(th >= w - 1e-15) and th.sum() == pytest.approx(1.0)
+        top = int(np.argmax(counts))
+        assert th[top] == pytest.approx(min(1 - 2 * w, counts[top] / 1e5), abs=0.02), (counts, th)
+    # the draws are the restricted posterior: far-tail corner against a 2-d grid reference
+    a = np.array([501.0, 501.0, 9001.0])  # frequencies (0.05, 0.05, 0.9), trimmed at 0.274
+    draws = m.posterior_sample(
+        np.zeros((1, 1), int), net, 2000.0, rng(44), size=2000, trim=w,
+        prior={0: (a - [1.0, 0.0, 0.0])[None]},
+    ).values[0][:, 0]  # fmt: skip
+    assert np.all(draws >= w - 1e-15)
+    assert stats.kstest(draws[:, 0], _corner_marginal_cdf(a, w, 0.01)).pvalue > 1e-3
+    assert stats.kstest(draws[:, 1], _corner_marginal_cdf(a[[1, 0, 2]], w, 0.01)).pvalue > 1e-3
+
+
+def test_issue22_trimmed_dirichlet_draws_match_plain_rejection():
+    """Where plain rejection from the Dirichlet is affordable, the two samplers agree."""
+    from pymc_dpnoise.mechanisms._truncated import truncated_dirichlet
+
+    g = rng(45)
+    for a, lo in [([5.0, 1.5, 30.0, 2.0], 0.05), ([0.5, 4.0, 0.7], 0.15)]:
+        ours = truncated_dirichlet(np.tile(a, (4000, 1)), lo, g)
+        plain = g.dirichlet(a, size=200_000)
+        plain = plain[np.all(plain >= lo, axis=1)][:4000]
+        assert len(plain) == 4000
+        for v in range(len(a)):
+            assert stats.ks_2samp(ours[:, v], plain[:, v]).pvalue > 1e-3, (a, v)

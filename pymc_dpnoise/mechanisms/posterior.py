@@ -45,7 +45,7 @@ from scipy import optimize, special
 
 from .._validation import check_positive
 from ..bayesnet import BayesNet, as_bayesnet
-from ._truncated import truncated_beta
+from ._truncated import truncated_beta, truncated_dirichlet
 from .core import clip_rows
 
 __all__ = [
@@ -549,24 +549,15 @@ def _truncated_beta(a1, a0, lo, rng):
     return truncated_beta(a1, a0, lo, 1.0 - lo, rng)
 
 
-def _truncated_dirichlet(a, lo, rng, max_proposals=100_000):
-    """One draw per row of Dirichlet(a) restricted to {θ_v >= lo}, by rejection."""
-    out = np.empty_like(a)
-    todo = np.arange(a.shape[0])
-    proposals = 0
-    while todo.size:
-        g = rng.standard_gamma(a[todo])
-        th = g / g.sum(axis=1, keepdims=True)
-        ok = np.all(th >= lo, axis=1)
-        out[todo[ok]] = th[ok]
-        todo = todo[~ok]
-        proposals += 1
-        if proposals > max_proposals:
-            raise RuntimeError(
-                "posterior_sample: a truncated Dirichlet row accepted none of "
-                f"{max_proposals} proposals; `trim` is too large for this posterior"
-            )
-    return out
+def _truncated_dirichlet(a, lo, rng):
+    """One exact draw per row of Dirichlet(a) restricted to {θ_v >= lo}, at any concentration.
+
+    :func:`._truncated.truncated_dirichlet` (stick breaking with exact trimmed-Beta fractions
+    and one correcting accept/reject step whose acceptance rate does not collapse when the
+    empirical frequencies lie outside the trimmed simplex).  Plain rejection from the
+    untruncated Dirichlet accepted nothing there and raised an error that depended on the data.
+    """
+    return truncated_dirichlet(a, lo, rng)
 
 
 def posterior_sample(
@@ -578,8 +569,11 @@ def posterior_sample(
     :math:`\{\theta_{i,j,v} \ge \omega\}` (:math:`\theta_{i,j}\in[\omega, 1-\omega]` for a
     Bernoulli node); its posterior is the conjugate posterior restricted to the same set, and
     the mechanism releases draws from it (Dimitrakakis et al. 2014; the paper's Sec. 4,
-    Theorem 4 and Appendix C.2).  Bernoulli rows are drawn exactly by the inverse CDF;
-    categorical rows by rejection from the untruncated Dirichlet.
+    Theorem 4 and Appendix C.2).  Every row is drawn exactly, however far the trimmed range
+    lies in a tail of the posterior: Bernoulli rows by the inverse CDF or, where the CDF
+    underflows, rejection from an exponential envelope; categorical rows by stick breaking
+    with exactly trimmed Beta fractions and one correcting accept/reject step (see
+    :mod:`pymc_dpnoise.mechanisms._truncated`).  No draw fails for lack of accepted proposals.
 
     **Privacy** (Lemma 2 + Theorem 4, part 1): see :func:`posterior_sampling_epsilon`:
     :math:`\varepsilon = 2\,\mathrm{size}\sum_i\log\frac{1-(K_i-1)\omega_i}{\omega_i}`.  Given
