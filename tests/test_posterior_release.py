@@ -114,10 +114,10 @@ def test_alg1_categorical_nodes():
 @pytest.mark.parametrize(
     "kwargs,exc,match",
     [
-        ({"epsilon": 0.0}, ValueError, r"`epsilon` must be > 0"),
-        ({"epsilon": -1.0}, ValueError, r"`epsilon` must be > 0"),
+        ({"epsilon": 0.0}, ValueError, r"`epsilon` must be finite and > 0"),
+        ({"epsilon": -1.0}, ValueError, r"`epsilon` must be finite and > 0"),
         ({"epsilon": np.nan}, ValueError, r"`epsilon` must be finite"),
-        ({"epsilon": [1.0, 2.0]}, ValueError, r"`epsilon` must be a scalar"),
+        ({"epsilon": [1.0, 2.0]}, ValueError, r"`epsilon` must be a single number"),
         ({"data": [[0, 2, 1]]}, ValueError, r"`data` column 1 must be binary"),
         (
             {"parents": {0: (2,), 1: (0,), 2: (1,)}},
@@ -361,9 +361,9 @@ def test_alg2_max_tries_accounting():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"t": 0.0}, r"`t` must be > 0"),
-        ({"t": -1.0}, r"`t` must be > 0"),
-        ({"epsilon": 0.0}, r"`epsilon` must be > 0"),
+        ({"t": 0.0}, r"`t` must be finite and > 0"),
+        ({"t": -1.0}, r"`t` must be finite and > 0"),
+        ({"epsilon": 0.0}, r"`epsilon` must be finite and > 0"),
         ({"shift": "max"}, r"`shift` must be"),
         ({"max_tries": 0}, r"`max_tries` must be an integer >= 1"),
         (
@@ -520,7 +520,7 @@ def test_linreg_bad_input():
         m.posterior_sample_linreg((X, y), mod, 1.0, rng(), radius=5.0)
     with pytest.raises(ValueError, match=r"`data` must be \(X of shape"):
         m.posterior_sample_linreg((X, y[:3]), mod, 1.0, rng())
-    with pytest.raises(ValueError, match=r"`epsilon` must be > 0"):
+    with pytest.raises(ValueError, match=r"`epsilon` must be finite and > 0"):
         m.posterior_sample_linreg((X, y), mod, 0.0, rng())
     with pytest.raises(ValueError, match=r"`sigma` must be > 0"):
         m.LinRegModel(sigma=0.0)
