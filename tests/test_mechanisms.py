@@ -474,3 +474,20 @@ def test_issue22_posterior_release_names_a_bad_cardinality(bad):
     """Was "'float' object is not iterable" or int()'s own message."""
     with pytest.raises((ValueError, TypeError), match="`cardinality`"):
         m.laplace_posterior_updates(np.eye(3, dtype=int), _NB, 1.0, rng(), cardinality=bad)
+
+
+def test_issue22_building_blocks_named_in_messages_are_importable():
+    """Error messages point to these names: they must import from the package (and from
+    pymc_dpnoise.distributions), not only from private module paths."""
+    import pymc_dpnoise as pmd
+    from pymc_dpnoise import distributions as dists
+
+    for name in [
+        "LaplaceNoisyTruncatedNormalGivenSum",
+        "LaplaceNoisyMultinomialGivenNoiseVar",
+        "LaplaceNoisyMultinomialGivenCounts",
+        "ClampedLaplaceNoisyBinomial",
+        "truncated_sum_sensitivity",
+    ]:
+        assert getattr(pmd, name) is getattr(dists, name), name
+        assert name in pmd.__all__ and name in dir(pmd)

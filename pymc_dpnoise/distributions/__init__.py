@@ -29,13 +29,16 @@ from .clipped import (
     LaplacePerturbedClippedNormal,
     LaplacePerturbedClippedNormalSummary,
 )
-from .counts import LaplaceNoisyBinomial, LaplaceNoisyPoisson
+from .counts import ClampedLaplaceNoisyBinomial, LaplaceNoisyBinomial, LaplaceNoisyPoisson
 from .expfam import (
     LaplaceNoisyMultinomial,
+    LaplaceNoisyMultinomialGivenCounts,
+    LaplaceNoisyMultinomialGivenNoiseVar,
     LaplaceNoisyTruncatedExponential,
     LaplaceNoisyTruncatedPoisson,
+    truncated_sum_sensitivity,
 )
-from .expfam_normal import LaplaceNoisyTruncatedNormal
+from .expfam_normal import LaplaceNoisyTruncatedNormal, LaplaceNoisyTruncatedNormalGivenSum
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
@@ -45,5 +48,7 @@ from .frequency import (
 from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
 
-# the names are listed once, in the package's lazy exports
+# the names are listed once, in the package's lazy exports; the building blocks imported above
+# (latent-given forms that error messages point to) are importable from here and from the
+# package, but are not rows of the workflow table
 __all__ = list(_DISTRIBUTIONS)
