@@ -64,6 +64,12 @@ _DISTRIBUTIONS = (
 )
 
 _OTHER = {
+    # building blocks that error messages point to (the latent-given forms of the helpers)
+    "ClampedLaplaceNoisyBinomial": ".distributions.counts",
+    "LaplaceNoisyMultinomialGivenCounts": ".distributions.expfam",
+    "LaplaceNoisyMultinomialGivenNoiseVar": ".distributions.expfam",
+    "LaplaceNoisyTruncatedNormalGivenSum": ".distributions.expfam_normal",
+    "truncated_sum_sensitivity": ".distributions.expfam",
     "BayesNet": ".bayesnet",
     "summarize": ".summaries",
     "compute_log_likelihood": ".pointwise",

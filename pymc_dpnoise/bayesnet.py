@@ -151,10 +151,21 @@ class BayesNet:
             if isinstance(ps, int | np.integer):
                 ps = (ps,)
             tup.append(tuple(_node_index("parents", p, m) for p in ps))
-        if isinstance(cardinality, int | np.integer):
-            card = (int(cardinality),) * m
+
+        def entry(k):  # an integer (or integral float); anything else is named, not int()'d
+            if isinstance(k, float | np.floating) and abs(k) < 2**31 and k == int(k):
+                return int(k)
+            if isinstance(k, bool) or not isinstance(k, int | np.integer):
+                raise TypeError(
+                    f"`cardinality` must be an integer >= 2 or one per node; got {k!r} "
+                    f"({type(k).__name__})"
+                )
+            return int(k)
+
+        if isinstance(cardinality, str | bytes) or np.ndim(cardinality) == 0:
+            card = (entry(cardinality),) * m
         else:
-            card = tuple(int(k) for k in cardinality)
+            card = tuple(entry(k) for k in cardinality)
         return cls(tuple(tup), card)
 
     @classmethod

@@ -53,9 +53,30 @@ class NaiveBayesRelease:
     """
 
     def __init__(self, reports, n, scale, class_column=0, features=None):
-        self.reports = np.asarray(reports, dtype=float)
+        from .mechanisms.core import check_privacy_parameter
+
+        if isinstance(n, bool) or not (
+            isinstance(n, int | np.integer)
+            or (isinstance(n, float | np.floating) and np.isfinite(n) and n == int(n))
+        ):
+            raise TypeError(f"`n` (the number of records) must be an integer; got {n!r}")
+        if n < 1:
+            raise ValueError(f"`n` (the number of records) must be >= 1; got {n!r}")
         self.n = int(n)
-        self.scale = float(scale)
+        self.scale = float(check_privacy_parameter("scale", scale, "positive"))
+        try:
+            self.reports = np.asarray(reports, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError("`reports` must be a vector of numbers") from None
+        if self.reports.ndim != 1:
+            raise ValueError(f"`reports` must be a vector; got shape {self.reports.shape}")
+        bad = ~np.isfinite(self.reports) | (self.reports < 0) | (self.reports > self.n)
+        if np.any(bad):
+            raise ValueError(
+                f"`reports` must be finite and in [0, n] = [0, {self.n}] (Algorithm 1 clamps "
+                f"every cell there); {int(bad.sum())} are not, first at index "
+                f"{int(np.argmax(bad))}: {self.reports[bad][:3]}"
+            )
         self.class_column = int(class_column)
         f = (len(self.reports) - 2) // 4
         if len(self.reports) != 2 + 4 * f or f < 1:

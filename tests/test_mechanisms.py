@@ -5,6 +5,7 @@ import pytest
 from scipy import optimize, stats
 
 from pymc_dpnoise import mechanisms as m
+from pymc_dpnoise.mechanisms import opendp_releases
 
 
 def rng(seed=0):
@@ -247,8 +248,10 @@ def test_every_public_function_is_classified():
     assert not (set(AGGREGATE_RELEASES) & (NOT_RELEASES | set(RELEASES)))
     known = set(RELEASES) | NOT_RELEASES | set(AGGREGATE_RELEASES)
     assert public == known, public ^ known
-    for name in RELEASES:  # the contract is declared on the function itself
+    for name in set(RELEASES) | set(AGGREGATE_RELEASES):  # declared on the function itself
         assert hasattr(getattr(m, name), "__release_guard__"), name
+    for name in OPENDP_RELEASES:  # issue 22: the OpenDP wrappers go through the same guard
+        assert hasattr(getattr(opendp_releases, name), "__release_guard__"), name
     for name in NOT_RELEASES:
         assert not hasattr(getattr(m, name), "__release_guard__"), name
 
@@ -341,3 +344,150 @@ def test_aggregate_release_refuses_bad_epsilon(name):
     for bad in (0.0, -1.0, np.nan, np.inf, None, "1.0"):
         with pytest.raises((ValueError, TypeError), match="epsilon"):
             fn(**AGGREGATE_RELEASES[name](), epsilon=bad, rng=rng(3))
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 22: every release function -- record-level, aggregate and OpenDP -- through one guard
+# --------------------------------------------------------------------------------------------
+
+OPENDP_RELEASES = {
+    "release_clipped_laplace": lambda: dict(x=np.array([0.1, 0.5]), lower=0.0, upper=1.0),
+    "release_krr": lambda: dict(items=np.array([0, 2, 1]), k=3),
+    "release_sue": lambda: dict(items=np.array([0, 2, 1]), k=3),
+}
+# extreme values that are not valid privacy parameters in float64, by kind (on top of
+# BAD_VALUES): a subnormal or underflowing epsilon makes the noise scale infinite, a huge
+# one makes a trimming level or keep probability round to 0 or 1
+EXTREME_VALUES = {
+    "epsilon": [1e-310, 5e-324, 1e-200, 1e308, np.finfo(float).max, True, np.array([1.0, 2.0])],
+    "positive": [1e-310, 1e308, np.finfo(float).max, True],
+    "finite": [1e308, -1e308, True],
+}
+
+
+def _all_releases():
+    cases = []
+    for name in sorted(RELEASES):
+        cases.append((name, getattr(m, name), lambda name=name: RELEASES[name](3), True))
+    for name in sorted(AGGREGATE_RELEASES):
+        args = lambda name=name: AGGREGATE_RELEASES[name]() | {"epsilon": 1.0}  # noqa: E731
+        cases.append((name, getattr(m, name), args, True))
+    for name in sorted(OPENDP_RELEASES):
+        args = lambda name=name: OPENDP_RELEASES[name]() | {"epsilon": 1.0}  # noqa: E731
+        cases.append((name, getattr(opendp_releases, name), args, False))
+    return cases
+
+
+def _arrays(released):
+    if isinstance(released, dict) or (
+        hasattr(released, "values") and not callable(released.values)
+    ):
+        values = released.values if not isinstance(released, dict) else released
+        if isinstance(values, dict) or hasattr(values, "items"):
+            return [np.asarray(v, float) for v in dict(values).values()]
+        return [np.asarray(values, float)]
+    for attr in ("value", "reports", "z"):
+        if hasattr(released, attr):
+            return [np.asarray(getattr(released, attr), float)]
+    return [np.asarray(released, float)]
+
+
+@pytest.mark.parametrize(
+    "name,fn,args,uses_rng", _all_releases(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_issue22_every_release_refuses_invalid_privacy_parameters(name, fn, args, uses_rng):
+    """Every public release function (the OpenDP wrappers included) refuses NaN, inf, booleans
+    and extreme-but-invalid privacy parameters with a ValueError/TypeError naming the argument,
+    and whatever it does return is finite."""
+    pytest.importorskip("opendp") if not uses_rng else None
+    contract = fn.__release_guard__
+
+    def call(**over):
+        kw = args() | over
+        return fn(**kw, rng=rng(5)) if uses_rng else fn(**kw)
+
+    assert all(np.all(np.isfinite(a)) for a in _arrays(call()))  # the valid call works
+    for param, kind in contract["privacy"].items():
+        for bad in BAD_VALUES[kind] + EXTREME_VALUES.get(kind, []):
+            try:
+                out = call(**{param: bad})
+            except (ValueError, TypeError) as err:
+                named = [param, *contract["privacy"]]
+                assert any(f"`{p}`" in str(err) for p in named), (param, bad, err)
+                continue
+            # extreme but valid (e.g. epsilon = 1e308 for a clamped release): finite output
+            assert not isinstance(bad, bool | float) or np.isfinite(bad), (param, bad)
+            assert all(np.all(np.isfinite(a)) for a in _arrays(out)), (name, param, bad)
+
+
+def test_issue22_count_releases_refuse_overflow_before_looking_at_the_data():
+    """release_binomial_count(x, 1e-310) was -inf; release_poisson_count on records near 1e308
+    returned inf only for some data (a data-dependent overflow)."""
+    with pytest.raises(ValueError, match="`epsilon`"):
+        m.release_binomial_count(np.array([0, 1, 1]), 1e-310, rng())
+    for x in (np.zeros(3), np.full(3, 1e308)):  # refused for small and large records alike
+        with pytest.raises(ValueError, match="`upper`"):
+            m.release_poisson_count(x, 1e308, 1.0, rng())
+    assert np.isfinite(m.release_poisson_count(np.full(3, 4.0), 1e300, 1.0, rng()).value)
+
+
+def test_issue22_posterior_releases_refuse_extreme_t_and_epsilon():
+    x = np.eye(3, dtype=int)
+    with pytest.raises(ValueError, match="`epsilon`"):
+        m.laplace_posterior_updates(x, _NB, 1e-310, rng())
+    for eps, t, shift in [(1.0, 1e308, "paper"), (1e-310, 1.0, "paper"), (1.0, 1e308, "union")]:
+        with pytest.raises(ValueError, match=r"`t`|`epsilon`"):
+            m.fourier_posterior_updates(x, _NB, eps, rng(), t=t, shift=shift)
+    for t in (1e-320, 40.0, 800.0):  # the union shift was a "math domain error" here
+        rel = m.fourier_posterior_updates(x, _NB, 1.0, rng(), t=t, shift="union")
+        assert np.isfinite(rel.metadata["shift"]) and rel.metadata["shift"] >= 0
+        assert all(np.all(np.isfinite(v)) for v in rel.values.values())
+    for eps in (1e-20, 1e4):  # trimming level rounds to 1/2 or underflows to 0
+        with pytest.raises(ValueError, match="`epsilon`"):
+            m.posterior_sample(x, _NB, eps, rng())
+    with pytest.raises(ValueError, match="`epsilon`"):  # was a RuntimeError after 2e6 proposals
+        m.posterior_sample_linreg(
+            (np.full((4, 2), 0.1), np.full(4, 0.2)), m.LinRegModel(), 1e-310, rng()
+        )
+
+
+@pytest.mark.parametrize("fn", ["release_krr", "release_sue"])
+def test_issue22_opendp_randomized_response_at_extreme_epsilon(fn):
+    """release_krr raised a 'bug' RuntimeError at eps <= 1e-9 or >= 35, release_sue an
+    OverflowError above ~1420, and epsilon=True was taken as 1."""
+    pytest.importorskip("opendp")
+    release = getattr(opendp_releases, fn)
+    items = np.array([0, 2, 1])
+    for eps in (1e-12, 1e-9, 1.0, 30.0, 35.0):
+        rel = release(items, 3, eps)
+        assert rel.epsilon <= eps * (1 + 1e-9) and rel.epsilon >= 0.99 * eps
+        assert rel.model_kwargs["epsilon"] <= eps * (1 + 1e-9)
+    for eps in (1e-320, 1e308, 2000.0):
+        with pytest.raises(ValueError, match="`epsilon`"):
+            release(items, 3, eps)
+    with pytest.raises(TypeError, match="`epsilon`"):
+        release(items, 3, True)
+
+
+@pytest.mark.parametrize("bad", [2.5, np.nan, 1e308, "a", True])
+def test_issue22_posterior_release_names_a_bad_cardinality(bad):
+    """Was "'float' object is not iterable" or int()'s own message."""
+    with pytest.raises((ValueError, TypeError), match="`cardinality`"):
+        m.laplace_posterior_updates(np.eye(3, dtype=int), _NB, 1.0, rng(), cardinality=bad)
+
+
+def test_issue22_building_blocks_named_in_messages_are_importable():
+    """Error messages point to these names: they must import from the package (and from
+    pymc_dpnoise.distributions), not only from private module paths."""
+    import pymc_dpnoise as pmd
+    from pymc_dpnoise import distributions as dists
+
+    for name in [
+        "LaplaceNoisyTruncatedNormalGivenSum",
+        "LaplaceNoisyMultinomialGivenNoiseVar",
+        "LaplaceNoisyMultinomialGivenCounts",
+        "ClampedLaplaceNoisyBinomial",
+        "truncated_sum_sensitivity",
+    ]:
+        assert getattr(pmd, name) is getattr(dists, name), name
+        assert name in pmd.__all__ and name in dir(pmd)

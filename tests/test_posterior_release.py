@@ -114,10 +114,10 @@ def test_alg1_categorical_nodes():
 @pytest.mark.parametrize(
     "kwargs,exc,match",
     [
-        ({"epsilon": 0.0}, ValueError, r"`epsilon` must be > 0"),
-        ({"epsilon": -1.0}, ValueError, r"`epsilon` must be > 0"),
+        ({"epsilon": 0.0}, ValueError, r"`epsilon` must be finite and > 0"),
+        ({"epsilon": -1.0}, ValueError, r"`epsilon` must be finite and > 0"),
         ({"epsilon": np.nan}, ValueError, r"`epsilon` must be finite"),
-        ({"epsilon": [1.0, 2.0]}, ValueError, r"`epsilon` must be a scalar"),
+        ({"epsilon": [1.0, 2.0]}, ValueError, r"`epsilon` must be a single number"),
         ({"data": [[0, 2, 1]]}, ValueError, r"`data` column 1 must be binary"),
         (
             {"parents": {0: (2,), 1: (0,), 2: (1,)}},
@@ -361,9 +361,9 @@ def test_alg2_max_tries_accounting():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"t": 0.0}, r"`t` must be > 0"),
-        ({"t": -1.0}, r"`t` must be > 0"),
-        ({"epsilon": 0.0}, r"`epsilon` must be > 0"),
+        ({"t": 0.0}, r"`t` must be finite and > 0"),
+        ({"t": -1.0}, r"`t` must be finite and > 0"),
+        ({"epsilon": 0.0}, r"`epsilon` must be finite and > 0"),
         ({"shift": "max"}, r"`shift` must be"),
         ({"max_tries": 0}, r"`max_tries` must be an integer >= 1"),
         (
@@ -520,7 +520,7 @@ def test_linreg_bad_input():
         m.posterior_sample_linreg((X, y), mod, 1.0, rng(), radius=5.0)
     with pytest.raises(ValueError, match=r"`data` must be \(X of shape"):
         m.posterior_sample_linreg((X, y[:3]), mod, 1.0, rng())
-    with pytest.raises(ValueError, match=r"`epsilon` must be > 0"):
+    with pytest.raises(ValueError, match=r"`epsilon` must be finite and > 0"):
         m.posterior_sample_linreg((X, y), mod, 0.0, rng())
     with pytest.raises(ValueError, match=r"`sigma` must be > 0"):
         m.LinRegModel(sigma=0.0)
@@ -621,3 +621,133 @@ def test_empirical_privacy_large(case):
     res = empirical_privacy_loss(mech, d1, d2, stat, 60_000, rng(28), min_count=100)
     print(f"{name}: max log-ratio {res.max_log_ratio:.3f} ± {res.std_error:.3f} (ε = {eps})")
     assert res.consistent_with(eps), (name, res)
+
+
+# ---------------------------------------------------------- issue 22: exact trimmed samplers
+def _trimmed_beta_cdf(a, b, lo, hi):
+    """CDF of Beta(a, b) restricted to [lo, hi] by quadrature of its log density (reference)."""
+    grid = np.linspace(lo, hi, 200_001)
+    lh = (a - 1) * np.log(grid) + (b - 1) * np.log1p(-grid)
+    w = np.exp(lh - lh.max())
+    c = np.concatenate([[0.0], np.cumsum((w[1:] + w[:-1]) / 2)])
+    return lambda v: np.interp(v, grid, c / c[-1])
+
+
+def test_issue22_bernoulli_posterior_sample_releases_the_right_end():
+    """5,000 records, 90% ones: the restricted posterior is piled against 1 - trim, not trim.
+
+    The inverse-CDF sampler's CDF difference underflowed to 0 and it released the lower trim.
+    """
+    w = 1 / (1 + math.exp(0.5))  # epsilon = 1, one node
+    for n, ones, side in [(5000, 4500, 1), (5000, 500, 0), (20000, 19999, 1), (2000, 1951, 1)]:
+        x = (np.arange(n) < ones).astype(int)[:, None]
+        theta = m.posterior_sample(x, {0: ()}, 1.0, rng(40)).values[0][0, 1]
+        assert theta == pytest.approx(1 - w if side else w, abs=5e-3), (n, ones, theta)
+
+
+@pytest.mark.parametrize(
+    "a,b", [(4501.0, 501.0), (501.0, 4501.0), (1952.0, 50.0), (0.5, 40.0), (700.0, 300.0)]
+)
+def test_issue22_trimmed_beta_draws_are_exact_in_the_tails(a, b):
+    """Far-tail restricted Beta laws (mass 1e-999 .. 1e-7 of the posterior) against quadrature."""
+    w = 1 / (1 + math.exp(0.5))
+    # 3000 draws of one row with these concentrations: the prior plus one record of 0
+    prior = {0: np.array([[b - 1.0, a]])}
+    th = m.posterior_sample(
+        np.zeros((1, 1), dtype=int), {0: ()}, 3000.0, rng(41), size=3000, trim=w, prior=prior
+    ).values[0][:, 0, 1]
+    assert np.all((th >= w) & (th <= 1 - w))
+    assert stats.kstest(th, _trimmed_beta_cdf(a, b, w, 1 - w)).pvalue > 1e-3
+
+
+def test_issue22_bernoulli_posterior_sample_neighbours_within_epsilon():
+    """Replace-one neighbours (n = 2000, 1950 vs 1951 ones), epsilon = 1: P(M(D) in B) <=
+    e^eps P(M(D') in B) + Monte-Carlo slack, both ways, for events B of every probability.
+
+    Before the fix P(theta < 0.5) was 0.08 on one side and 1.0 on the other (ratio 12.3).
+    """
+    eps, runs = 1.0, 4000
+    w = 1 / (1 + math.exp(eps / 2))
+    draws = []
+    for ones in (1950, 1951):
+        x = (np.arange(2000) < ones).astype(int)[:, None]
+        # `runs` independent one-draw releases = one release of `runs` draws at trim w
+        rel = m.posterior_sample(x, {0: ()}, runs * eps, rng(42 + ones), size=runs, trim=w)
+        assert rel.metadata["epsilon_per_draw"] == pytest.approx(eps)
+        draws.append(rel.values[0][:, 0, 1])
+    # events: theta below thresholds spanning the released range (scale of the law ~ 1/3000)
+    for cut in (0.5, 1 - w - 1e-3, 1 - w - 3e-4, 1 - w - 1e-4, 1 - w - 3e-5):
+        p = [np.mean(d < cut) for d in draws]
+        slack = 4 * math.sqrt(0.25 / runs)
+        assert p[0] <= math.exp(eps) * p[1] + slack and p[1] <= math.exp(eps) * p[0] + slack, (
+            cut,
+            p,
+        )
+
+
+@pytest.mark.parametrize(
+    "a,b,x", [(4501.0, 501.0, 0.6225), (1e6, 2.0, 0.5), (1e5, 1e5, 0.45), (30.0, 3.0, 0.2)]
+)
+def test_issue22_log_betainc_where_betainc_underflows(a, b, x):
+    from scipy import integrate, special
+
+    from pymc_dpnoise.mechanisms._truncated import log_betainc
+
+    def h(t):
+        return (a - 1) * np.log(t) + (b - 1) * np.log1p(-t)
+
+    val, _ = integrate.quad(
+        lambda t: np.exp(h(t) - h(x)), 0, x, points=[x * 0.999, x * 0.99], epsabs=0, epsrel=1e-12
+    )
+    ref = math.log(val) + h(x) - special.betaln(a, b)
+    assert float(log_betainc(a, b, x)) == pytest.approx(ref, rel=1e-11)
+
+
+def _corner_marginal_cdf(a, lo, span):
+    """CDF of theta_0 under Dirichlet(a) (K = 3) restricted to {theta >= lo}, by a 2-d grid of
+    its log density over the excesses theta_v - lo in [0, span] (the law sits in that corner)."""
+    e = np.linspace(0.0, span, 1501)
+    t0, t1 = lo + e[:, None], lo + e[None, :]
+    t2 = 1.0 - t0 - t1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lp = (a[0] - 1) * np.log(t0) + (a[1] - 1) * np.log(t1) + (a[2] - 1) * np.log(t2)
+    lp = np.where(t2 >= lo, lp, -np.inf)
+    marg = np.exp(lp - lp.max()).sum(axis=1)
+    cdf = np.concatenate([[0.0], np.cumsum((marg[1:] + marg[:-1]) / 2)])
+    return lambda v: np.interp(v, lo + e, cdf / cdf[-1])
+
+
+def test_issue22_categorical_posterior_sample_outside_the_trimmed_simplex():
+    """100,000 records whose frequencies lie outside the trimmed simplex: an exact draw, not a
+    RuntimeError (which, raised for some data and not others, was itself a leak)."""
+    net = BayesNet.from_parents({0: ()}, (3,))
+    w = 1 / (2 + math.exp(0.5))  # epsilon = 1
+    for counts in [(30_000, 0, 70_000), (100_000, 0, 0), (5, 5, 99_990), (33_334, 33_333, 33_333)]:
+        x = np.repeat(np.arange(3), counts)[:, None]
+        th = m.posterior_sample(x, net, 1.0, rng(43)).values[0][0]
+        assert np.all(th >= w - 1e-15) and th.sum() == pytest.approx(1.0)
+        top = int(np.argmax(counts))
+        assert th[top] == pytest.approx(min(1 - 2 * w, counts[top] / 1e5), abs=0.02), (counts, th)
+    # the draws are the restricted posterior: far-tail corner against a 2-d grid reference
+    a = np.array([501.0, 501.0, 9001.0])  # frequencies (0.05, 0.05, 0.9), trimmed at 0.274
+    draws = m.posterior_sample(
+        np.zeros((1, 1), int), net, 2000.0, rng(44), size=2000, trim=w,
+        prior={0: (a - [1.0, 0.0, 0.0])[None]},
+    ).values[0][:, 0]  # fmt: skip
+    assert np.all(draws >= w - 1e-15)
+    assert stats.kstest(draws[:, 0], _corner_marginal_cdf(a, w, 0.01)).pvalue > 1e-3
+    assert stats.kstest(draws[:, 1], _corner_marginal_cdf(a[[1, 0, 2]], w, 0.01)).pvalue > 1e-3
+
+
+def test_issue22_trimmed_dirichlet_draws_match_plain_rejection():
+    """Where plain rejection from the Dirichlet is affordable, the two samplers agree."""
+    from pymc_dpnoise.mechanisms._truncated import truncated_dirichlet
+
+    g = rng(45)
+    for a, lo in [([5.0, 1.5, 30.0, 2.0], 0.05), ([0.5, 4.0, 0.7], 0.15)]:
+        ours = truncated_dirichlet(np.tile(a, (4000, 1)), lo, g)
+        plain = g.dirichlet(a, size=200_000)
+        plain = plain[np.all(plain >= lo, axis=1)][:4000]
+        assert len(plain) == 4000
+        for v in range(len(a)):
+            assert stats.ks_2samp(ours[:, v], plain[:, v]).pvalue > 1e-3, (a, v)

@@ -424,3 +424,27 @@ def test_fourier_reader_refuses_reruns():
     rel = m.fourier_posterior_updates(x, BayesNet.naive_bayes(2), 1.0, rng, t=2.0, max_tries=3)
     with pytest.raises(ValueError, match=r"`release` made with re-runs"):
         ExactPosterior(rel)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(scale=0.0), "`scale`"),
+        (dict(scale=-1.0), "`scale`"),
+        (dict(scale=np.nan), "`scale`"),
+        (dict(scale=np.inf), "`scale`"),
+        (dict(n=5.7), "`n`"),
+        (dict(n=True), "`n`"),
+        (dict(n=0), "`n`"),
+        (dict(reports=[3.0, 7.5, 1.0, 2.0, 4.0, 11.0]), "`reports`"),  # above n
+        (dict(reports=[3.0, -0.5, 1.0, 2.0, 4.0, 3.5]), "`reports`"),  # below 0
+        (dict(reports=[3.0, np.nan, 1.0, 2.0, 4.0, 3.5]), "`reports`"),
+    ],
+)
+def test_issue22_naive_bayes_release_refuses_bad_parts(kwargs, match):
+    """Was accepted: n = 5.7 became 5, NaN/negative scale and out-of-range or NaN reports
+    gave NaN means or a NaN logp downstream."""
+    args = dict(reports=np.array([3.0, 7.5, 1.0, 2.0, 4.0, 3.5]), n=10, scale=2.0) | kwargs
+    with pytest.raises((ValueError, TypeError), match=match):
+        NaiveBayesRelease(**args)
+    NaiveBayesRelease(np.array([3.0, 7.5, 1.0, 2.0, 4.0, 3.5]), 10.0, 2.0)  # integral float ok

@@ -30,13 +30,16 @@ from .clipped import (
     LaplacePerturbedClippedNormal,
     LaplacePerturbedClippedNormalSummary,
 )
-from .counts import LaplaceNoisyBinomial, LaplaceNoisyPoisson
+from .counts import ClampedLaplaceNoisyBinomial, LaplaceNoisyBinomial, LaplaceNoisyPoisson
 from .expfam import (
     LaplaceNoisyMultinomial,
+    LaplaceNoisyMultinomialGivenCounts,
+    LaplaceNoisyMultinomialGivenNoiseVar,
     LaplaceNoisyTruncatedExponential,
     LaplaceNoisyTruncatedPoisson,
+    truncated_sum_sensitivity,
 )
-from .expfam_normal import LaplaceNoisyTruncatedNormal
+from .expfam_normal import LaplaceNoisyTruncatedNormal, LaplaceNoisyTruncatedNormalGivenSum
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
@@ -47,5 +50,7 @@ from .noisy_counts import NoisyBinomial, NoisyPoisson
 from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
 
-# the names are listed once, in the package's lazy exports
+# the names are listed once, in the package's lazy exports; the building blocks imported above
+# (latent-given forms that error messages point to) are importable from here and from the
+# package, but are not rows of the workflow table
 __all__ = list(_DISTRIBUTIONS)

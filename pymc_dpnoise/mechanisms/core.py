@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import types
 
 import numpy as np
 from scipy.special import log_ndtr
@@ -98,8 +99,27 @@ def check_per_record(record_shape, **params) -> None:
             )
 
 
+def _released_arrays(released):
+    """The arrays of a release: an array, or the values of a mapping / items of a sequence."""
+    if isinstance(released, dict | types.MappingProxyType):
+        return [a for v in released.values() for a in _released_arrays(v)]
+    if isinstance(released, list | tuple):
+        return [a for v in released for a in _released_arrays(v)]
+    return [np.asarray(released)]
+
+
 def check_release(name: str, released, record_shape=None) -> None:
-    """The release must be finite and, if ``record_shape`` is given, one report per record."""
+    """The release must be finite and, if ``record_shape`` is given, one report per record.
+
+    ``released`` is an array, or a mapping / sequence of arrays (every one must be finite).
+    """
+    if not isinstance(released, np.ndarray):
+        parts = _released_arrays(released)
+        if len(parts) != 1:
+            for part in parts:
+                check_release(name, part)
+            return
+        released = parts[0]
     out = np.asarray(released)
     if record_shape is not None:
         record_shape = tuple(record_shape)
@@ -116,7 +136,76 @@ def check_release(name: str, released, record_shape=None) -> None:
         )
 
 
-def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None, scalar=()):
+#: NumPy's Laplace and Gaussian draws stay below this many scales in magnitude (|log u| for the
+#: smallest double u is 37.4; a normal draw beyond 40 sigma has probability < 1e-340)
+NOISE_TAIL = 40.0
+
+
+def check_noise_scale(name: str, scale, blame, magnitude=None) -> np.ndarray:
+    """The noise scale must be finite and > 0, and the release representable in float64.
+
+    ``blame`` names the parameters that set the scale (the error names them); ``magnitude``
+    is a *data-independent* bound on the statistic's absolute value (from ``n`` and the
+    declared bounds), so that a release that could overflow is refused for every data set
+    alike, before anything is computed from the data.
+    """
+    names = ", ".join(f"`{b}`" for b in blame)
+    with np.errstate(all="ignore"):
+        sc = np.asarray(scale, dtype=float)
+    if not np.all(np.isfinite(sc) & (sc > 0)):
+        raise ValueError(
+            f"{name}: the noise scale set by {names} is {np.ravel(sc)[:3]}, not a finite "
+            "positive number (`epsilon` too small, or a bound or sensitivity too large)"
+        )
+    if magnitude is not None:
+        with np.errstate(all="ignore"):
+            top = float(np.max(np.abs(magnitude))) + NOISE_TAIL * float(np.max(sc))
+        if not top < np.finfo(float).max / 4:
+            raise ValueError(
+                f"{name}: with these {names} (and n) a release could reach {top:.3g}, "
+                "which does not fit in float64; use a larger `epsilon` or tighter bounds"
+            )
+    return sc
+
+
+def as_float(value):
+    """``value`` as a float array for the guard's data-independent checks, or None if it is
+    not a number (the function's own validation then names the argument)."""
+    if value is None or isinstance(value, str | bytes):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+
+
+def _name_overflow(name, err, arguments, privacy) -> None:
+    """An overflow deep inside a release (a sensitivity or noise scale computed from the privacy
+    parameters) becomes a ValueError naming the privacy parameters; other errors pass."""
+    msg = str(err)
+    if isinstance(err, ValueError) and (
+        any(f"`{p}`" in msg for p in arguments) or not ("finite" in msg or "overflow" in msg)
+    ):
+        return
+    names = ", ".join(f"`{p}`" for p in privacy)
+    raise ValueError(
+        f"{name}: with these {names} a sensitivity or noise scale does not fit in float64 "
+        f"({msg}); use a larger `epsilon` or smaller bounds"
+    ) from err
+
+
+def release_guard(
+    *,
+    records,
+    privacy,
+    per_record=(),
+    event_ndim=0,
+    output=None,
+    scalar=(),
+    noise_scale=None,
+    magnitude=None,
+):
     """Decorator: the privacy contract of a release function, checked in one place.
 
     Parameters
@@ -136,6 +225,15 @@ def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None,
         Extracts the released array from the return value (default: the value itself).
     scalar : tuple of str
         Privacy parameters that must be single numbers (one budget for the whole release).
+    noise_scale : callable, optional
+        ``noise_scale(arguments) -> scale`` of the noise the privacy parameters imply; it must
+        be finite and > 0 (:func:`check_noise_scale`), checked before the function runs
+        (``None``: an argument is not a number, left to the function to name).
+    magnitude : callable, optional
+        ``magnitude(arguments) -> bound`` on the absolute value of the statistic before noise,
+        computed without the data (``n`` and declared bounds only); ``bound`` plus
+        :data:`NOISE_TAIL` scales must fit in float64, so that overflow is refused for every
+        data set alike.
 
     After the call, the release must be finite and have one report per record.  The decorated
     function gets the attribute ``__release_guard__`` with this contract, which the test-suite
@@ -160,6 +258,12 @@ def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None,
                         f"`{name}` must be a single number for {fn.__name__}; got shape "
                         f"{np.shape(a[name])}"
                     )
+            if noise_scale is not None:
+                with np.errstate(all="ignore"):
+                    sc = noise_scale(a)
+                    top = None if magnitude is None or sc is None else magnitude(a)
+                if sc is not None:  # None: an argument is not a number (named by fn below)
+                    check_noise_scale(fn.__name__, sc, list(privacy), top)
             record_shape = None
             if records is not None:
                 data = a[records]
@@ -168,7 +272,11 @@ def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None,
                 shape = np.shape(data)
                 record_shape = shape[: len(shape) - event_ndim] if event_ndim else shape
                 check_per_record(record_shape, **{k: a[k] for k in per_record})
-            result = fn(*bound.args, **bound.kwargs)
+            try:
+                result = fn(*bound.args, **bound.kwargs)
+            except (OverflowError, ValueError) as err:
+                _name_overflow(fn.__name__, err, sig.parameters, privacy)
+                raise
             check_release(fn.__name__, output(result) if output else result, record_shape)
             return result
 
@@ -178,6 +286,7 @@ def release_guard(*, records, privacy, per_record=(), event_ndim=0, output=None,
             scalar=tuple(scalar),
             per_record=tuple(per_record),
             event_ndim=event_ndim,
+            noise_scale=noise_scale is not None,
         )
         return wrapper
 
@@ -247,7 +356,8 @@ def clip_rows(X, R):
     X = as_matrix("X", X)
     check_positive("R", R)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
-    scale = np.minimum(1.0, float(R) / np.maximum(norms, np.finfo(float).tiny))
+    with np.errstate(over="ignore"):  # a huge R over a tiny norm: inf, i.e. no scaling
+        scale = np.minimum(1.0, float(R) / np.maximum(norms, np.finfo(float).tiny))
     return X * scale
 
 
@@ -417,11 +527,17 @@ def _analytic_sigma_scalar(eps: float, delta: float, sens: float, rtol: float) -
     # bracket in log sigma: delta(sigma) decreases from 1 (sigma -> 0) to 0 (sigma -> inf)
     lo = hi = math.log(sens)
     step = 1.0
+    log_max = math.log(np.finfo(float).max) - math.log(4.0 * NOISE_TAIL)
     for _ in range(2000):
         if ok(hi):
             break
-        lo, hi = hi, hi + step
+        lo, hi = hi, min(hi + step, log_max)
         step *= 2.0
+        if lo == log_max:  # sigma would not fit in float64 (nor would its noise)
+            raise ValueError(
+                f"the Gaussian noise scale for `epsilon` = {eps!r}, `delta` = {delta!r}, "
+                f"`sensitivity` = {sens!r} overflows float64: use a larger `epsilon` or `delta`"
+            )
     else:  # pragma: no cover - unreachable for delta in (0, 1)
         raise RuntimeError("analytic_gaussian_sigma: could not bracket sigma")
     if lo == hi:  # sens itself is large enough: search downwards

@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from .core import check_privacy_parameter
+from .core import check_privacy_parameter, release_guard
 
 __all__ = [
     "CountRelease",
@@ -88,6 +88,28 @@ def _first_bad(mask) -> str:
     return f"{int(mask.sum())} record(s), first at index {idx}"
 
 
+def _n_records(name):
+    """Data-independent bound pieces: the number of records along the last axis (public)."""
+    return lambda a: float(np.shape(a[name])[-1]) if np.ndim(a[name]) else 1.0
+
+
+def _value(rel):
+    return rel.value
+
+
+def _count_guard(records: str, sensitivity: float):
+    """The release guard of a count with a fixed sensitivity (counts are at most n)."""
+    return release_guard(
+        records=None,
+        privacy={"epsilon": "epsilon"},
+        scalar=("epsilon",),
+        output=_value,
+        noise_scale=lambda a: sensitivity / np.float64(a["epsilon"]),
+        magnitude=_n_records(records),
+    )
+
+
+@_count_guard("x", 1.0)
 def release_binomial_count(x, epsilon, rng) -> CountRelease:
     """Release the number of ones among 0/1 records with the Laplace mechanism.
 
@@ -117,6 +139,14 @@ def release_binomial_count(x, epsilon, rng) -> CountRelease:
     return CountRelease(value, n, eps, 1.0, 1.0 / eps, 0.0, 1.0)
 
 
+@release_guard(
+    records=None,
+    privacy={"upper": "positive", "epsilon": "epsilon"},
+    scalar=("upper", "epsilon"),
+    output=_value,
+    noise_scale=lambda a: np.float64(a["upper"]) / np.float64(a["epsilon"]),
+    magnitude=lambda a: _n_records("x")(a) * np.float64(a["upper"]),
+)
 def release_poisson_count(x, upper, epsilon, rng) -> CountRelease:
     """Release the total of non-negative integer counts, each clipped to ``upper``.
 
@@ -152,6 +182,7 @@ def release_poisson_count(x, upper, epsilon, rng) -> CountRelease:
     return CountRelease(value, n, eps, up, up / eps, 0.0, up)
 
 
+@_count_guard("labels", 2.0)
 def release_multinomial_counts(labels, k, epsilon, rng) -> CountRelease:
     """Release the category counts of labelled records, with noise on every category.
 

@@ -18,7 +18,8 @@ import dataclasses
 
 import numpy as np
 
-from .counts import _epsilon
+from .core import as_float, release_guard
+from .counts import _epsilon, _n_records, _value
 
 __all__ = ["TruncatedSumRelease", "release_truncated_sum"]
 
@@ -76,6 +77,23 @@ def _bound(name, value, integer=False, *, nonnegative=True):
     return v
 
 
+def _truncated_sum_scale(a):
+    lo, hi, eps = as_float(a["lower"]), as_float(a["upper"]), as_float(a["epsilon"])
+    if lo is None or hi is None or eps is None:
+        return None
+    return max(abs(lo), abs(hi), hi - lo) / eps
+
+
+@release_guard(
+    records=None,
+    privacy={"lower": "finite", "upper": "finite", "epsilon": "epsilon"},
+    scalar=("lower", "upper", "epsilon"),
+    output=_value,
+    noise_scale=_truncated_sum_scale,
+    magnitude=lambda a: (
+        _n_records("x")(a) * max(abs(as_float(a["lower"])), abs(as_float(a["upper"])))
+    ),
+)
 def release_truncated_sum(x, lower, upper, epsilon, rng, *, family="exponential"):
     """Release the noisy sum of the records inside declared bounds (truncated family).
 

@@ -18,7 +18,8 @@ import sys
 
 import numpy as np
 
-from .counts import _epsilon
+from .core import as_float, release_guard
+from .counts import _epsilon, _n_records, _value
 from .expfam import _bound, _TruncatedRelease
 
 __all__ = [
@@ -97,6 +98,28 @@ class TruncatedNormalSumRelease(_TruncatedRelease):
     """
 
 
+def _normal_sum_scale(a):
+    lo, hi, eps = as_float(a["lower"]), as_float(a["upper"]), as_float(a["epsilon"])
+    sens = a["sensitivity"]
+    if lo is None or hi is None or eps is None or (sens is not None and as_float(sens) is None):
+        return None
+    sens = truncated_normal_sum_sensitivity(lo, hi) if sens is None else as_float(sens)
+    return sens / eps
+
+
+def _normal_sum_magnitude(a):
+    m = max(abs(as_float(a["lower"])), abs(as_float(a["upper"])))
+    return _n_records("x")(a) * max(m, m * m)
+
+
+@release_guard(
+    records=None,
+    privacy={"lower": "finite", "upper": "finite", "epsilon": "epsilon"},
+    scalar=("lower", "upper", "epsilon"),
+    output=_value,
+    noise_scale=_normal_sum_scale,
+    magnitude=_normal_sum_magnitude,
+)
 def release_truncated_normal_sum(x, lower, upper, epsilon, rng, *, sensitivity=None):
     """Release the noisy sums of ``x`` and ``x**2`` over the records inside declared bounds.
 

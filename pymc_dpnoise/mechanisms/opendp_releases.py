@@ -109,7 +109,7 @@ import numpy as np
 
 from .._validation import check_less, check_positive
 from ..noise import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, Noise
-from .core import release_guard
+from .core import as_float, check_privacy_parameter, release_guard
 
 __all__ = [
     "MAP_RTOL",
@@ -168,10 +168,58 @@ def _opendp():
 
 
 def _check_epsilon(epsilon) -> float:
-    check_positive("epsilon", epsilon)
-    if np.ndim(epsilon):
+    eps = check_privacy_parameter("epsilon", epsilon, "epsilon")  # refuses bool, NaN, inf
+    if np.ndim(eps):
         raise ValueError("`epsilon` must be a scalar: one budget for every record's report")
-    return float(epsilon)
+    return float(eps)
+
+
+def _reports(rel):
+    return rel.reports
+
+
+def _guard(records, **privacy):
+    """The package's release guard for a local-DP OpenDP wrapper (one budget per release)."""
+    privacy = {**privacy, "epsilon": "epsilon"}
+    return release_guard(records=records, privacy=privacy, scalar=tuple(privacy), output=_reports)
+
+
+def _calibrate(build, param: float, toward: float, epsilon: float, what: str):
+    """The measurement ``build(p)`` with ``p`` moved from ``param`` toward ``toward`` (more noise)
+    by as few ulps as make OpenDP's stated loss ``<= epsilon``.
+
+    ``param`` is the exact value for ``epsilon``; OpenDP's map rounds up, so it can state a
+    loss a few ulps above ``epsilon`` (relative 1e-4 at epsilon = 1e-12, more above 30), beyond
+    the relative 1e-9 that :func:`_check_stated` allows.
+    Refused with a ValueError naming ``epsilon`` when no representable ``p`` gets within 1% of
+    ``epsilon`` (the keep probability of randomized response rounds to 1, or to uniform).
+    """
+    from opendp.mod import OpenDPException
+
+    p, step, stated = param, 0.0, math.nan
+    for _ in range(80):
+        try:
+            meas = build(p)
+            stated = float(meas.map(1))
+        except OpenDPException:  # e.g. a flip probability that underflows to 0
+            break
+        if 0.99 * epsilon <= stated <= epsilon * (1 + 1e-9):  # _check_stated's tolerance
+            return meas, p, stated
+        if stated < 0.99 * epsilon:
+            break
+        step = max(2.0 * step, float(np.spacing(p)))
+        p = param + math.copysign(step, toward - param)
+        if not min(param, toward) <= p <= max(param, toward):
+            break
+    closest = (
+        f"the closest parameter states a privacy loss of {stated!r}"
+        if math.isfinite(stated)
+        else "OpenDP refuses the parameter (it underflows)"
+    )
+    raise ValueError(
+        f"`epsilon` = {epsilon!r} cannot be implemented by {what} in double precision: "
+        f"{closest}; use an `epsilon` between about 1e-10 and 30"
+    )
 
 
 def _check_stated(stated: float, epsilon: float, name: str = "epsilon") -> float:
@@ -199,9 +247,11 @@ def _records(x, name: str, ndim: int) -> np.ndarray:
 
 @release_guard(
     records="x",
-    privacy={"epsilon": "epsilon", "lower": "finite", "upper": "finite"},
-    scalar=("epsilon", "lower", "upper"),
+    privacy={"lower": "finite", "upper": "finite", "epsilon": "epsilon"},
+    scalar=("lower", "upper", "epsilon"),
     output=_reports,
+    noise_scale=lambda a: (as_float(a["upper"]) - as_float(a["lower"])) / as_float(a["epsilon"]),
+    magnitude=lambda a: max(abs(as_float(a["lower"])), abs(as_float(a["upper"]))),
 )
 def release_clipped_laplace(x, lower, upper, epsilon) -> OpenDPRelease:
     r"""Clip each record to ``[lower, upper]`` and release it with OpenDP's Laplace measurement.
@@ -259,9 +309,7 @@ def _items(items, k) -> tuple[np.ndarray, int]:
     return arr, int(k)
 
 
-@release_guard(
-    records="items", privacy={"epsilon": "epsilon"}, scalar=("epsilon",), output=_reports
-)
+@_guard("items")
 def release_krr(items, k, epsilon) -> OpenDPRelease:
     r""":math:`k`-ary randomized response with OpenDP, read by :class:`~pymc_dpnoise.KRRLikelihood`.
 
@@ -279,20 +327,27 @@ def release_krr(items, k, epsilon) -> OpenDPRelease:
     arr, k = _items(items, k)
     eps = _check_epsilon(epsilon)
     prob = math.exp(-math.log1p((k - 1) * math.exp(-eps)))  # e^ε / (e^ε + k - 1), no overflow
-    meas = dp.m.make_randomized_response(categories=list(range(k)), prob=prob)
-    stated = _check_stated(meas.map(1), eps)
+    meas, used, stated = _calibrate(
+        lambda p: dp.m.make_randomized_response(categories=list(range(k)), prob=p),
+        prob,
+        1.0 / k,
+        eps,
+        f"randomized response over {k} items",
+    )
+    stated = _check_stated(stated, eps)
+    # the epsilon the keep probability implements (moved by a few ulps if OpenDP needed it)
+    model_eps = eps if used == prob else math.log(used) - math.log1p(-used) + math.log(k - 1)
+    prob = used
     reports = np.fromiter((meas(int(i)) for i in arr), dtype=np.int64, count=arr.size)
     return OpenDPRelease(
         reports,
         stated,
-        {"epsilon": eps},
+        {"epsilon": model_eps},
         f"make_randomized_response(categories=range({k}), prob={prob!r})",
     )
 
 
-@release_guard(
-    records="items", privacy={"epsilon": "epsilon"}, scalar=("epsilon",), output=_reports
-)
+@_guard("items")
 def release_sue(items, k, epsilon) -> OpenDPRelease:
     r"""Symmetric unary encoding (basic RAPPOR) with OpenDP, read by :class:`~pymc_dpnoise.SUELikelihood`.
 
@@ -308,11 +363,20 @@ def release_sue(items, k, epsilon) -> OpenDPRelease:
     dp = _opendp()
     arr, k = _items(items, k)
     eps = _check_epsilon(epsilon)
-    f = 2.0 / (1.0 + math.exp(eps / 2.0))
-    meas = dp.m.make_randomized_response_bitvec(
-        dp.bitvector_domain(max_weight=1), dp.discrete_distance(), f=f
+    f = 2.0 * math.exp(-eps / 2.0) / (1.0 + math.exp(-eps / 2.0))  # 2/(1 + e^{ε/2}), no overflow
+    meas, used, stated = _calibrate(
+        lambda v: dp.m.make_randomized_response_bitvec(
+            dp.bitvector_domain(max_weight=1), dp.discrete_distance(), f=v
+        ),
+        f,
+        1.0,
+        eps,
+        "bit-vector randomized response",
     )
-    stated = _check_stated(meas.map(1), eps)
+    stated = _check_stated(stated, eps)
+    # the epsilon the flip probability f/2 implements (moved if OpenDP needed it)
+    model_eps = eps if used == f else 2.0 * (math.log1p(-used / 2.0) - math.log(used / 2.0))
+    f = used
     out = np.empty((arr.size, k), dtype=np.int8)
     for r, item in enumerate(arr):
         bits = np.zeros(k, dtype=np.uint8)
@@ -320,7 +384,7 @@ def release_sue(items, k, epsilon) -> OpenDPRelease:
         released = np.frombuffer(meas(np.packbits(bits).tobytes()), dtype=np.uint8)
         out[r] = np.unpackbits(released)[:k]
     return OpenDPRelease(
-        out, stated, {"epsilon": eps}, f"make_randomized_response_bitvec(f={f!r}), one-hot"
+        out, stated, {"epsilon": model_eps}, f"make_randomized_response_bitvec(f={f!r}), one-hot"
     )
 
 

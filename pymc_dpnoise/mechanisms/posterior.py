@@ -45,7 +45,8 @@ from scipy import optimize, special
 
 from .._validation import check_positive
 from ..bayesnet import BayesNet, as_bayesnet
-from .core import clip_rows
+from ._truncated import truncated_beta, truncated_dirichlet
+from .core import as_float, check_noise_scale, clip_rows, release_guard
 
 __all__ = [
     "Budget",
@@ -172,7 +173,38 @@ def _base_metadata(net: BayesNet, n: int, **kw) -> dict:
     }
 
 
+def _values(rel):
+    return rel.values
+
+
+def _central(**hooks):
+    """The release guard of a posterior release: one budget ``epsilon`` for the whole data set."""
+    privacy = {"epsilon": "epsilon", **hooks.pop("privacy", {})}
+    return release_guard(
+        records=None, privacy=privacy, scalar=tuple(privacy), output=_values, **hooks
+    )
+
+
+def _updates_scale(a):
+    """Algorithm 1's Laplace scale 2|I|/epsilon (None if `parents` is not readable here)."""
+    try:
+        nodes = as_bayesnet(a["parents"], None, a["cardinality"]).n_nodes
+    except (TypeError, ValueError):
+        return None
+    return 2.0 * nodes / as_float(a["epsilon"])
+
+
+def _fourier_scale(a):
+    """Algorithm 2's Laplace scale 2|N_I|/epsilon (None if `parents` is not readable here)."""
+    try:
+        size = len(fourier_closure(a["parents"]))
+    except (TypeError, ValueError):
+        return None
+    return 2.0 * size / as_float(a["epsilon"])
+
+
 # ------------------------------------------------------------------------------ Algorithm 1
+@_central(noise_scale=_updates_scale)
 def laplace_posterior_updates(data, parents, epsilon, rng, *, cardinality=None) -> Release:
     r"""Algorithm 1: Laplace noise on every count update, clamped to :math:`[0, n]`.
 
@@ -302,6 +334,7 @@ def _fourier_tables(net: BayesNet, closure, coef: np.ndarray) -> dict[int, np.nd
     return out
 
 
+@_central(privacy={"t": "positive"}, noise_scale=_fourier_scale)
 def fourier_posterior_updates(
     data,
     parents,
@@ -438,11 +471,11 @@ def fourier_posterior_updates(
     sensitivity = 2.0 * size
     scale = sensitivity / eps
     s_max = max(len(ps) + 1 for ps in net.parents)
-    if shift == "paper":
-        shift_value = 4.0 * t * size**2 / eps
-    else:
-        r = -scale * math.log(-math.expm1(math.log(-math.expm1(-t)) / size))
-        shift_value = r * 2.0**s_max
+    shift_value = _fourier_shift(shift, t, eps, size, scale, s_max)
+    # data independent: |parity sums| <= n, so every table cell stays below this bound
+    check_noise_scale(
+        "fourier_posterior_updates", scale, ["epsilon", "t"], (n + shift_value) * 2.0**s_max
+    )
     limit = 10_000 if tries is None else tries
     for run in range(1, limit + 1):  # noqa: B007 (run is recorded below)
         coef = parity + rng.laplace(0.0, scale, size=size)
@@ -484,6 +517,21 @@ def fourier_posterior_updates(
         meta["runs"] = run
     values = {i: _readonly(tb) for i, tb in tables.items()}
     return Release(values, spent, 0.0, "fourier_updates", meta)
+
+
+def _fourier_shift(rule: str, t: float, eps: float, size: int, scale: float, s_max: int) -> float:
+    r"""Corollary 3's shift (``rule="paper"``) or the union-bound one, inf if it overflows.
+
+    Union: :math:`R = -B\log(1 - (1 - e^{-t})^{1/N})`, in log space so that any finite ``t``
+    gives a finite shift (:math:`R \approx B(t + \log N)` once :math:`e^{-t}` underflows).
+    """
+    with np.errstate(over="ignore"):
+        if rule == "paper":
+            return float(np.float64(4.0) * t * size**2 / eps)
+        # y = log of (1 - e^{-t})^{1/N} <= 0, by log1mexp (accurate for tiny and large t)
+        y = (math.log(-math.expm1(-t)) if t < math.log(2.0) else math.log1p(-math.exp(-t))) / size
+        log_miss = math.log(-math.expm1(y)) if y < 0.0 else -t - math.log(size)
+        return float(np.float64(-scale) * log_miss * 2.0**s_max) + 0.0  # no -0.0
 
 
 # ------------------------------------------------------------------ posterior sampling (BN)
@@ -532,44 +580,55 @@ def posterior_sampling_epsilon(parents, trim, size: int = 1, cardinality=None) -
 
 
 def _trims_for_epsilon(net: BayesNet, eps_draw: float) -> tuple[float, ...]:
-    """Each node gets L_i = eps_draw / (2|I|): omega_i = 1 / (K_i - 1 + e^{eps_draw / (2|I|)})."""
-    e = math.exp(eps_draw / (2.0 * net.n_nodes))
-    return tuple(1.0 / (k - 1 + e) for k in net.cardinality)
+    """Each node gets L_i = eps_draw / (2|I|): omega_i = 1 / (K_i - 1 + e^{eps_draw / (2|I|)}).
+
+    Refused (for every data set alike) when a level is not a usable number: ``epsilon`` so
+    small that omega_i rounds to 1/K_i (nothing left to sample), or so large that it
+    underflows to 0 (no trimming, unbounded privacy loss).
+    """
+    x = eps_draw / (2.0 * net.n_nodes)
+    trims = []
+    for k in net.cardinality:
+        # 1 / (k - 1 + e^x) = e^{-x} / (1 + (k - 1) e^{-x}), without overflow
+        w = math.exp(-x) / (1.0 + (k - 1) * math.exp(-x))
+        if not (0.0 < w < 1.0 / k) or posterior_sampling_epsilon_of(k, w) == 0.0:
+            raise ValueError(
+                f"`epsilon` = {eps_draw:.6g} per draw gives a trimming level of {w!r} for a "
+                f"node with {k} values, which is not usable in float64 (it must be in "
+                f"(0, 1/{k})): use an `epsilon` per draw between about 1e-12 and 1000"
+            )
+        trims.append(w)
+    return tuple(trims)
+
+
+def posterior_sampling_epsilon_of(k: int, w: float) -> float:
+    """The per-node privacy loss 2 log((1 - (k - 1) w) / w) of one draw."""
+    return 2.0 * _node_lipschitz(k, w)
 
 
 def _truncated_beta(a1, a0, lo, rng):
-    """θ ~ Beta(a1, a0) restricted to [lo, 1 - lo], by the inverse CDF (no rejection)."""
-    hi = 1.0 - lo
-    c_lo, c_hi = special.betainc(a1, a0, lo), special.betainc(a1, a0, hi)
-    s_lo, s_hi = special.betaincc(a1, a0, lo), special.betaincc(a1, a0, hi)
-    u = rng.random(np.shape(a1))
-    upper = c_lo > 0.5  # mass piled near 1: work with the survival function
-    th_low = special.betaincinv(a1, a0, c_lo + u * (c_hi - c_lo))
-    th_up = special.betainccinv(a1, a0, s_hi + u * (s_lo - s_hi))
-    th = np.where(upper, th_up, th_low)
-    return np.clip(th, lo, hi)
+    """θ ~ Beta(a1, a0) restricted to [lo, 1 - lo], exactly at any concentration.
+
+    :func:`._truncated.truncated_beta`: the inverse CDF where the restricted mass is not small,
+    rejection from an exponential envelope where it is (the CDF underflows there, and the
+    inverse CDF would release the wrong end of the range).
+    """
+    lo = np.full(np.shape(a1), float(lo))
+    return truncated_beta(a1, a0, lo, 1.0 - lo, rng)
 
 
-def _truncated_dirichlet(a, lo, rng, max_proposals=100_000):
-    """One draw per row of Dirichlet(a) restricted to {θ_v >= lo}, by rejection."""
-    out = np.empty_like(a)
-    todo = np.arange(a.shape[0])
-    proposals = 0
-    while todo.size:
-        g = rng.standard_gamma(a[todo])
-        th = g / g.sum(axis=1, keepdims=True)
-        ok = np.all(th >= lo, axis=1)
-        out[todo[ok]] = th[ok]
-        todo = todo[~ok]
-        proposals += 1
-        if proposals > max_proposals:
-            raise RuntimeError(
-                "posterior_sample: a truncated Dirichlet row accepted none of "
-                f"{max_proposals} proposals; `trim` is too large for this posterior"
-            )
-    return out
+def _truncated_dirichlet(a, lo, rng):
+    """One exact draw per row of Dirichlet(a) restricted to {θ_v >= lo}, at any concentration.
+
+    :func:`._truncated.truncated_dirichlet` (stick breaking with exact trimmed-Beta fractions
+    and one correcting accept/reject step whose acceptance rate does not collapse when the
+    empirical frequencies lie outside the trimmed simplex).  Plain rejection from the
+    untruncated Dirichlet accepted nothing there and raised an error that depended on the data.
+    """
+    return truncated_dirichlet(a, lo, rng)
 
 
+@_central()
 def posterior_sample(
     data, parents, epsilon, rng, *, prior=1.0, trim=None, size: int = 1, cardinality=None
 ) -> Release:
@@ -579,8 +638,11 @@ def posterior_sample(
     :math:`\{\theta_{i,j,v} \ge \omega\}` (:math:`\theta_{i,j}\in[\omega, 1-\omega]` for a
     Bernoulli node); its posterior is the conjugate posterior restricted to the same set, and
     the mechanism releases draws from it (Dimitrakakis et al. 2014; the paper's Sec. 4,
-    Theorem 4 and Appendix C.2).  Bernoulli rows are drawn exactly by the inverse CDF;
-    categorical rows by rejection from the untruncated Dirichlet.
+    Theorem 4 and Appendix C.2).  Every row is drawn exactly, however far the trimmed range
+    lies in a tail of the posterior: Bernoulli rows by the inverse CDF or, where the CDF
+    underflows, rejection from an exponential envelope; categorical rows by stick breaking
+    with exactly trimmed Beta fractions and one correcting accept/reject step (see
+    :mod:`pymc_dpnoise.mechanisms._truncated`).  No draw fails for lack of accepted proposals.
 
     **Privacy** (Lemma 2 + Theorem 4, part 1): see :func:`posterior_sampling_epsilon`:
     :math:`\varepsilon = 2\,\mathrm{size}\sum_i\log\frac{1-(K_i-1)\omega_i}{\omega_i}`.  Given
@@ -725,6 +787,10 @@ def linreg_sampling_epsilon(model: LinRegModel, radius, size: int = 1) -> float:
     return 2.0 * lip * size
 
 
+#: smallest weight radius (times x_bound) posterior_sample_linreg derives from epsilon
+_MIN_RADIUS = 1e-12
+
+
 def _radius_for_epsilon(model: LinRegModel, eps_draw: float) -> float:
     rx, ry, s2 = model.x_bound, model.y_bound, model.sigma**2
     if eps_draw <= 4 * ry * ry / s2:
@@ -779,6 +845,7 @@ def _truncated_gaussian_ball(mu, prec, sigma, radius, size, rng, max_proposals=2
     return np.concatenate(draws)[:size], accepted / proposed
 
 
+@_central()
 def posterior_sample_linreg(
     data, model: LinRegModel, epsilon, rng, *, radius=None, size: int = 1
 ) -> Release:
@@ -843,6 +910,12 @@ def posterior_sample_linreg(
     if radius is None:
         w_max = _radius_for_epsilon(model, eps / size)
         spent = eps
+        if not w_max >= _MIN_RADIUS / model.x_bound:
+            raise ValueError(
+                f"`epsilon` = {eps:.6g} ({eps / size:.6g} per draw) gives a weight radius of "
+                f"{w_max:.3g}, too small to sample (at least {_MIN_RADIUS:g} / x_bound): use a "
+                "larger `epsilon`"
+            )
     else:
         w_max = _scalar_positive("radius", radius)
         spent = linreg_sampling_epsilon(model, w_max, size)
@@ -895,6 +968,7 @@ def _candidate_tables(net: BayesNet, candidates) -> list[dict[int, np.ndarray]]:
     return out
 
 
+@_central()
 def exponential_map(data, parents, epsilon, rng, *, candidates, prior=1.0, cardinality=None):
     r"""Algorithm 3: a MAP estimate by the exponential mechanism over a finite candidate set.
 

@@ -193,11 +193,12 @@ def polynomial_ss_sensitivity(order: int, R=1.0):
 def ss_sensitivity(glm: str, R=1.0, Ry=1.0):
     """Sensitivity for ``glm`` with equal noise on every block (the lemmas with σ1 = σ2 = …)."""
     _check_glm(glm)
-    if glm == "linear":
-        return linear_ss_sensitivity(R, Ry)
-    if glm == "logistic":
-        return logistic_ss_sensitivity(R)
-    return poisson_ss_sensitivity(R, Ry)
+    with np.errstate(over="ignore"):  # huge R or Ry: inf, refused by the caller's sigma
+        if glm == "linear":
+            return linear_ss_sensitivity(R, Ry)
+        if glm == "logistic":
+            return logistic_ss_sensitivity(R)
+        return poisson_ss_sensitivity(R, Ry)
 
 
 # --------------------------------------------------------------------------------------------
