@@ -107,7 +107,7 @@ import re
 
 import numpy as np
 
-from .._validation import check_less, check_positive
+from .._validation import check_less
 from ..noise import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, Noise
 from .core import as_float, check_privacy_parameter, release_guard
 
