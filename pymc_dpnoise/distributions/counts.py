@@ -16,7 +16,7 @@ from .._validation import (
     check_shapes,
     constant_value,
 )
-from ..math import counts as cmath
+from ..math import noisy_counts as ncm
 from ._common import (
     _NO_ICDF,
     _all_finite,
@@ -37,6 +37,36 @@ from ._common import (
 MAX_N = float(2**53)
 
 __all__ = ["ClampedLaplaceNoisyBinomial", "LaplaceNoisyBinomial", "LaplaceNoisyPoisson"]
+
+
+# The Laplace case of the noisy-count likelihoods (pymc_dpnoise.math.noisy_counts, which
+# evaluates the closed forms of pymc_dpnoise.math.counts and handles p in {0, 1} and mu = 0
+# exactly): one code path for LaplaceNoisyBinomial / LaplaceNoisyPoisson and
+# NoisyBinomial / NoisyPoisson with ``noise=Laplace(sensitivity / epsilon)``.
+
+
+def _binomial_logp(value, n, p, epsilon, sensitivity):
+    return ncm.noisy_binomial_logp(value, n, p, "laplace", sensitivity / epsilon)
+
+
+def _binomial_log_cdfs(value, n, p, epsilon, sensitivity):
+    return ncm.noisy_binomial_log_cdfs(value, n, p, "laplace", sensitivity / epsilon)
+
+
+def _clamped_binomial_logp(value, n, p, epsilon, sensitivity):
+    return ncm.noisy_binomial_logp(value, n, p, "laplace", sensitivity / epsilon, 0.0, n)
+
+
+def _clamped_binomial_log_cdfs(value, n, p, epsilon, sensitivity):
+    return ncm.noisy_binomial_log_cdfs(value, n, p, "laplace", sensitivity / epsilon, 0.0, n)
+
+
+def _poisson_logp(value, mu, epsilon, sensitivity):
+    return ncm.noisy_poisson_logp(value, mu, "laplace", sensitivity / epsilon)
+
+
+def _poisson_log_cdfs(value, mu, epsilon, sensitivity):
+    return ncm.noisy_poisson_log_cdfs(value, mu, "laplace", sensitivity / epsilon)
 
 
 def _check_constant(name, value, bad, what):
@@ -243,7 +273,7 @@ class LaplaceNoisyBinomial(_NoImputeContinuous):
         return super().dist([n, p, epsilon, sensitivity], **kwargs)
 
     support_point, logp, logcdf, logccdf = _binomial_methods(
-        cmath.binomial_laplace_logp, cmath.binomial_laplace_log_cdfs, clamp=False
+        _binomial_logp, _binomial_log_cdfs, clamp=False
     )
 
     icdf = _refuse("LaplaceNoisyBinomial", "icdf", _NO_ICDF)
@@ -265,7 +295,7 @@ class ClampedLaplaceNoisyBinomial(_NoImputeContinuous):
         return super().dist([n, p, epsilon, sensitivity], **kwargs)
 
     support_point, logp, logcdf, logccdf = _binomial_methods(
-        cmath.clamped_binomial_laplace_logp, cmath.clamped_binomial_laplace_log_cdfs, clamp=True
+        _clamped_binomial_logp, _clamped_binomial_log_cdfs, clamp=True
     )
 
     icdf = _refuse("ClampedLaplaceNoisyBinomial", "icdf", _NO_ICDF)
@@ -369,18 +399,18 @@ class LaplaceNoisyPoisson(_NoImputeContinuous):
     def logp(value, mu, epsilon, sensitivity):
         _check_batch_of(value, mu=mu, epsilon=epsilon, sensitivity=sensitivity)
         finite, safe = _finite_reports(value)
-        res = cmath.poisson_laplace_logp(safe, mu, epsilon, sensitivity)
+        res = _poisson_logp(safe, mu, epsilon, sensitivity)
         res = _ninf_where_not(finite, res)
         return _poisson_checks(res, mu, epsilon, sensitivity)
 
     @_floatx_out
     def logcdf(value, mu, epsilon, sensitivity):
-        return _count_cdf(cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity)
+        return _count_cdf(_poisson_log_cdfs, value, mu, epsilon, sensitivity)
 
     @_floatx_out
     def logccdf(value, mu, epsilon, sensitivity):
         return _count_cdf(
-            cmath.poisson_laplace_log_cdfs, value, mu, epsilon, sensitivity, tail=True
+            _poisson_log_cdfs, value, mu, epsilon, sensitivity, tail=True
         )
 
     icdf = _refuse("LaplaceNoisyPoisson", "icdf", _NO_ICDF)
