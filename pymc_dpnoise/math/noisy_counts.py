@@ -489,7 +489,8 @@ def _gauss_split_log_cdfs(fam, m, sigma):
 def _dg_log_cdfs(fam, m, sigma):
     """Discrete Gaussian noise at an integer m: both tails as sums over the noise value."""
     sigma_max = _sigma_max(sigma)
-    m = pt.broadcast_arrays(pt.floor(m), fam.lo, sigma)[0]
+    m_known = known_value(m)
+    m = pt.broadcast_arrays(pt.floor(_f64(m)), fam.lo, sigma)[0]
     width = window_half_width(sigma_max)
     ef, em, es = fam.expand(), _e(m), _e(sigma)
     log_z = log_z_discrete_gaussian(es)
@@ -508,7 +509,8 @@ def _dg_log_cdfs(fam, m, sigma):
 
     b_lo = pt.minimum(0.0, m)
     a_lo = pt.minimum(pt.maximum(m - reach, -big), b_lo)
-    c_lo = _argmax(diff_lo, a_lo, b_lo, _MAX_ITERS, fam, m, sigma)
+    iters = _cdf_iters(fam, m_known)
+    c_lo = _argmax(diff_lo, a_lo, b_lo, iters, fam, m, sigma)
     logcdf = _window(term_lo, c_lo, -big, m, width)
 
     # log P(Y > m) = log sum_{j > m - reach} P_N(j) (1 - F_S(m - j))
@@ -520,9 +522,18 @@ def _dg_log_cdfs(fam, m, sigma):
 
     a_hi = pt.maximum(0.0, m - reach + 1.0)
     b_hi = pt.maximum(pt.minimum(m + 1.0, big), a_hi)
-    c_hi = _argmax(diff_hi, a_hi, b_hi, _MAX_ITERS, fam, m, sigma)
+    c_hi = _argmax(diff_hi, a_hi, b_hi, iters, fam, m, sigma)
     logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width)
     return pt.minimum(logcdf, 0.0), pt.minimum(logccdf, 0.0)
+
+
+def _cdf_iters(fam, m_known):
+    """Bisection steps of the discrete-Gaussian CDF sums: their brackets are at most
+    n + |m| + 1 wide (binomial with a static n and a constant m, e.g. a clamp bound)."""
+    if fam.n_max is None or m_known is None:
+        return _MAX_ITERS
+    width = fam.n_max + float(np.max(np.abs(m_known), initial=0.0)) + 2.0
+    return min(_MAX_ITERS, int(math.ceil(math.log2(width))) + 2)
 
 
 def _discrete_laplace_log_cdfs(fam, m, b):
@@ -575,6 +586,14 @@ def _static_max(x):
     return None if v is None else float(np.max(v)) if np.size(v) else 0.0
 
 
+def _finite_or_zero(x):
+    """``x`` with infinite entries replaced by 0 (a constant stays a constant)."""
+    v = constant_value(x)
+    if v is not None:
+        return _f64(np.where(np.isfinite(v), v, 0.0))
+    return pt.switch(pt.isfinite(x), x, 0.0)
+
+
 def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
     y = _f64(value)
     if lower is None and upper is None:
@@ -584,12 +603,10 @@ def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
     inside = logp_fn(pt.clip(y, pt.maximum(lo, -_HUGE), pt.minimum(hi, _HUGE)))
     res = inside
     if upper is not None:
-        safe_hi = pt.switch(pt.isfinite(hi), hi, 0.0)
-        at_hi = log_cdfs_fn(safe_hi - 1.0)[1] if kind in DISCRETE else log_cdfs_fn(safe_hi)[1]
-        res = pt.switch(pt.eq(y, hi), at_hi, res)
+        safe_hi = _finite_or_zero(hi) - (1.0 if kind in DISCRETE else 0.0)
+        res = pt.switch(pt.eq(y, hi), log_cdfs_fn(safe_hi)[1], res)
     if lower is not None:
-        safe_lo = pt.switch(pt.isfinite(lo), lo, 0.0)
-        res = pt.switch(pt.eq(y, lo), log_cdfs_fn(safe_lo)[0], res)
+        res = pt.switch(pt.eq(y, lo), log_cdfs_fn(_finite_or_zero(lo))[0], res)
     return pt.switch((y < lo) | (y > hi), -np.inf, res)
 
 
