@@ -1045,7 +1045,9 @@ def test_fit_noisy_binomial_with_a_noise_spec(tmp_path, capsys, noise_args):
     else:
         spec = noise.DiscreteLaplace.from_epsilon(float(opt["--epsilon"]))
     rng = np.random.default_rng(5)
-    released = np.maximum(spec.release(rng.binomial(60, 0.3, 30), rng), int(opt.get("--lower", -999)))
+    released = np.maximum(
+        spec.release(rng.binomial(60, 0.3, 30), rng), int(opt.get("--lower", -999))
+    )
     data = tmp_path / "counts.csv"
     pd.DataFrame({"y": released}).to_csv(data, index=False)
     save = tmp_path / "draws.csv"
