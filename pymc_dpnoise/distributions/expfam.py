@@ -7,6 +7,22 @@ r"""Noise-aware distributions for Bernstein & Sheldon's exponential-family relea
   count), normal approximation of the counts with one latent per category that NUTS
   integrates (a model-building helper: it adds the latent and the observed variable to the
   current model).
+
+**Other noise** (``noise=``, a spec of :mod:`pymc_dpnoise.noise`, instead of ``epsilon``):
+
+* :class:`~pymc_dpnoise.noise.Laplace` is today's path (scale ``sensitivity / epsilon``);
+* :class:`~pymc_dpnoise.noise.Gaussian` is exact within the same CLT model, with no latent:
+  a normal sum plus :math:`N(0, \sigma^2)` is :math:`N(m, V + \sigma^2)`, and the multinomial
+  counts plus independent :math:`N(0, \sigma^2)` noise are
+  :math:`N(np, n(\operatorname{diag}p - pp^T) + \sigma^2 I)`; draws add the Gaussian noise;
+* the integer kinds (:class:`~pymc_dpnoise.noise.DiscreteLaplace`,
+  :class:`~pymc_dpnoise.noise.RoundedLaplace`, :class:`~pymc_dpnoise.noise.DiscreteGaussian`)
+  are refused: they are added to integer statistics, and their exact likelihood on a sum needs
+  the sum's lattice (a pmf on the integers convolved with the noise pmf), which the CLT model,
+  a density on the reals, does not have; evaluating the normal density at the release would
+  be a further approximation with no error bound here.  On an exponential sum (a real number)
+  no DP system adds integer noise.  Single counts with any noise are exact in
+  :class:`~pymc_dpnoise.NoisyBinomial` / :class:`~pymc_dpnoise.NoisyPoisson`.
 """
 
 from __future__ import annotations
@@ -424,10 +440,19 @@ class LaplaceNoisyTruncatedExponential(_TruncatedSum):
         Rate of the exponential records, > 0.
     lower, upper : tensor_like of float
         Declared truncation bounds, ``0 <= lower < upper`` (never computed from the data).
-    epsilon : tensor_like of float
-        Privacy budget of the release, > 0.
+    epsilon : tensor_like of float, optional
+        Privacy budget of the release, > 0 (Laplace noise of scale ``sensitivity / epsilon``).
+        Give exactly one of ``epsilon`` and ``noise``.
     sensitivity : tensor_like of float, optional
         L1 sensitivity of the truncated sum; default ``max(|lower|, |upper|, upper - lower)``.
+        Only with ``epsilon``.
+    noise : pymc_dpnoise.noise.Laplace or pymc_dpnoise.noise.Gaussian, optional
+        The noise the release added, instead of ``epsilon``.  ``Laplace(b)`` is the
+        ``epsilon`` path with scale :math:`b`; ``Gaussian(sigma)`` gives the likelihood
+        :math:`N(n q\hat\mu,\ V + \sigma^2)`, exact within the CLT model (the convolution of
+        two normals; variance :math:`V + \sigma^2` instead of :math:`V + 2\beta^2`), and
+        draws that add :math:`N(0, \sigma^2)`.  The integer kinds are refused (see the module
+        docstring: the CLT sum has no lattice).
 
     Random draws run the mechanism on ``n`` simulated records (memory grows with ``n`` times
     the number of draws).
@@ -497,10 +522,15 @@ class LaplaceNoisyTruncatedPoisson(_TruncatedSum):
         Poisson rate of one record, > 0.
     lower, upper : tensor_like of int
         Declared bounds, integers with ``0 <= lower <= upper``.
-    epsilon : tensor_like of float
-        Privacy budget of the release, > 0.
+    epsilon : tensor_like of float, optional
+        Privacy budget of the release, > 0; exactly one of ``epsilon`` and ``noise``.
     sensitivity : tensor_like of float, optional
-        Default ``max(lower, upper, upper - lower) = upper``.
+        Default ``max(lower, upper, upper - lower) = upper``.  Only with ``epsilon``.
+    noise : pymc_dpnoise.noise.Laplace or pymc_dpnoise.noise.Gaussian, optional
+        As :class:`LaplaceNoisyTruncatedExponential`: ``Gaussian(sigma)`` is exact within the
+        CLT model.  The integer kinds (discrete Laplace, rounded Laplace, discrete Gaussian),
+        though they are what integer sums get from OpenDP, Tumult or python-dp, are refused:
+        their exact likelihood needs the lattice of the sum, which the CLT normal ignores.
 
     Examples
     --------
@@ -808,10 +838,20 @@ def LaplaceNoisyMultinomial(
         Number of records behind each release (batch shape).
     p : tensor_like of float
         Category probabilities, last axis of length :math:`k \ge 2`.
-    epsilon : tensor_like of float
-        Privacy budget of the whole count vector, > 0 (batch shape).
-    sensitivity : tensor_like of float, default 2.0
-        L1 sensitivity of the count vector (the Laplace scale is ``sensitivity / epsilon``).
+    epsilon : tensor_like of float, optional
+        Privacy budget of the whole count vector, > 0 (batch shape).  Exactly one of
+        ``epsilon`` and ``noise``.
+    sensitivity : tensor_like of float, optional
+        L1 sensitivity of the count vector (the Laplace scale is ``sensitivity / epsilon``);
+        ``None`` is 2.0.  Only with ``epsilon``.
+    noise : pymc_dpnoise.noise.Laplace or pymc_dpnoise.noise.Gaussian, optional
+        The noise on every count, instead of ``epsilon``.  ``Laplace(b)`` is the ``epsilon``
+        path with scale :math:`b` (``latent`` as above).  ``Gaussian(sigma)`` needs no latent:
+        :math:`y \sim N(np,\ n(\operatorname{diag}p - pp^T) + \sigma^2 I)` in closed form
+        (exact within the normal approximation of the counts), only the observed variable is
+        added, and ``LaplaceNoisyMultinomial.dist(n, p, noise=noise.Gaussian(sigma))`` exists.
+        The integer kinds are refused (the normal approximation has no lattice; see the
+        module docstring).
     observed : array_like, optional
         Released counts, shape ``(*batch, k)``.
     dims : tuple of str, optional
@@ -820,6 +860,7 @@ def LaplaceNoisyMultinomial(
     shape : tuple of int, optional
         Shape of the released counts when neither ``observed`` nor ``dims`` fix it.
     latent : {"auto", "noise_variance", "counts"}
+        Laplace noise only (leave at ``"auto"`` with Gaussian noise).
 
     Returns
     -------

@@ -10,7 +10,8 @@ Two likelihood pieces that the noisy-count distributions do not cover:
   :math:`\hat\mu, \hat\Sigma` the mean and variance of the truncated family (Lemma 1).  The
   moments are exact closed forms here (:func:`truncated_exponential_moments`,
   :func:`truncated_poisson_moments`); only the normality of :math:`\hat s` is approximated.
-  The Laplace noise is then integrated out exactly (:func:`normal_laplace_logp`).
+  The Laplace noise is then integrated out exactly (:func:`normal_laplace_logp`); Gaussian
+  noise :math:`N(0, \sigma^2)` gives :math:`N(m, V + \sigma^2)` (:func:`truncated_sum_gaussian_logp`).
 * **multinomial counts** with independent Laplace noise on every category (Sec. 3.2):
   :func:`multinomial_normal_mixture_logp` is the normal approximation
   :math:`s \approx N(np, n(\operatorname{diag} p - pp^T))` with the Laplace noise written as a
