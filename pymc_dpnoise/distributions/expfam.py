@@ -7,6 +7,22 @@ r"""Noise-aware distributions for Bernstein & Sheldon's exponential-family relea
   count), normal approximation of the counts with one latent per category that NUTS
   integrates (a model-building helper: it adds the latent and the observed variable to the
   current model).
+
+**Other noise** (``noise=``, a spec of :mod:`pymc_dpnoise.noise`, instead of ``epsilon``):
+
+* :class:`~pymc_dpnoise.noise.Laplace` is today's path (scale ``sensitivity / epsilon``);
+* :class:`~pymc_dpnoise.noise.Gaussian` is exact within the same CLT model, with no latent:
+  a normal sum plus :math:`N(0, \sigma^2)` is :math:`N(m, V + \sigma^2)`, and the multinomial
+  counts plus independent :math:`N(0, \sigma^2)` noise are
+  :math:`N(np, n(\operatorname{diag}p - pp^T) + \sigma^2 I)`; draws add the Gaussian noise;
+* the integer kinds (:class:`~pymc_dpnoise.noise.DiscreteLaplace`,
+  :class:`~pymc_dpnoise.noise.RoundedLaplace`, :class:`~pymc_dpnoise.noise.DiscreteGaussian`)
+  are refused: they are added to integer statistics, and their exact likelihood on a sum needs
+  the sum's lattice (a pmf on the integers convolved with the noise pmf), which the CLT model,
+  a density on the reals, does not have; evaluating the normal density at the release would
+  be a further approximation with no error bound here.  On an exponential sum (a real number)
+  no DP system adds integer noise.  Single counts with any noise are exact in
+  :class:`~pymc_dpnoise.NoisyBinomial` / :class:`~pymc_dpnoise.NoisyPoisson`.
 """
 
 from __future__ import annotations
@@ -17,8 +33,9 @@ import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import SymbolicRandomVariable
 from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.tensor.random.basic import exponential, multinomial, poisson
+from pytensor.tensor.random.basic import exponential, multinomial, normal, poisson
 
+from .. import noise as noise_mod
 from .._validation import check_finite, check_positive, check_shapes, constant_value
 from ..math import expfam as emath
 from ._common import _f64, _NoImputeContinuous, _plus_laplace, _rv_inputs, _rv_node
@@ -82,6 +99,53 @@ def truncated_sum_sensitivity(lower, upper):
 
 
 # --------------------------------------------------------------------------------------------
+# The noise: `epsilon` (Laplace, the papers' mechanism) or a spec of pymc_dpnoise.noise
+# --------------------------------------------------------------------------------------------
+
+#: noise kinds these CLT-normal likelihoods integrate exactly
+NOISE_KINDS = ("laplace", "gaussian")
+
+
+def _resolve_noise(where, epsilon, sensitivity, noise, *, sensitivity_default=None):
+    """The noise spec of a release, from exactly one of ``epsilon`` and ``noise``.
+
+    ``None`` when ``epsilon`` is given (today's Laplace path).  The integer kinds are refused
+    (see the module docstring): the CLT model treats the sum as a real number, so an integer
+    noise pmf has no exact counterpart on it.
+    """
+    if noise is None:
+        if epsilon is None:
+            raise TypeError(
+                f"{where}: give `epsilon` (Laplace noise of scale sensitivity/epsilon) or "
+                "`noise` (a spec of pymc_dpnoise.noise: Laplace or Gaussian)"
+            )
+        return None
+    if epsilon is not None:
+        raise TypeError(
+            f"{where}: give either `epsilon` or `noise`, not both (`epsilon` means Laplace noise "
+            "of scale sensitivity/epsilon; `noise` says the noise itself)"
+        )
+    if sensitivity is not None and sensitivity is not sensitivity_default:
+        raise TypeError(
+            f"{where}: `sensitivity` goes with `epsilon`; with `noise` the spec holds the noise "
+            "scale (e.g. noise.Laplace.from_epsilon(epsilon, sensitivity) or "
+            "noise.Gaussian.from_rho(rho, sensitivity))"
+        )
+    spec = noise_mod.as_noise(noise)
+    if spec.kind not in NOISE_KINDS:
+        raise ValueError(
+            f"{where}: {type(spec).__name__} noise is not supported here, only Laplace and "
+            "Gaussian. This likelihood approximates the released sum by a normal (CLT), a "
+            "continuous law; integer noise (DiscreteLaplace, RoundedLaplace, DiscreteGaussian) "
+            "is added to integer statistics, and its exact likelihood needs the lattice of the "
+            "sum, which the CLT model does not have. For a single count (a sum of 0/1 records, "
+            "or a Poisson total) use pmd.NoisyBinomial / pmd.NoisyPoisson, which are exact for "
+            "every noise kind."
+        )
+    return spec
+
+
+# --------------------------------------------------------------------------------------------
 # Truncated families
 # --------------------------------------------------------------------------------------------
 
@@ -100,23 +164,44 @@ class _TruncatedSumRV(SymbolicRandomVariable):
         size, rng, n, theta, lower, upper, epsilon, sensitivity = _rv_inputs(
             cls, size, rng, n, theta, lower, upper, epsilon, sensitivity
         )
-        # no reduction of a 0-d n: PyMC's graph plotting compiles the shape graph in a mode
-        # whose C code for Max of a 0-d input fails ("too many values to unpack")
-        n_max = pt.cast(pt.max(n) if n.type.ndim else n, "int64")
-        rec_size = pt.concatenate([pt.cast(size, "int64"), pt.atleast_1d(n_max)])
-        next_rng, x = cls._records(pt.shape_padright(theta), rec_size, rng)
-        x = pt.cast(x, "float64")
-        index = pt.arange(n_max).astype("float64")
-        keep = (
-            pt.ge(x, pt.shape_padright(lower))
-            & pt.le(x, pt.shape_padright(upper))
-            & pt.lt(index, pt.shape_padright(n))
-        )
-        total = pt.sum(pt.switch(keep, x, 0.0), axis=-1)
+        next_rng, total = _truncated_total(cls._records, n, theta, lower, upper, size, rng)
         final_rng, y = _plus_laplace(total, sensitivity / epsilon, size, next_rng)
         return _rv_node(
             cls, rng, size, [n, theta, lower, upper, epsilon, sensitivity], final_rng, y
         )
+
+
+def _truncated_total(records, n, theta, lower, upper, size, rng):
+    """``(next_rng, total)``: n records drawn by ``records``, those outside [lower, upper]
+    dropped, the rest summed (the mechanism before its noise)."""
+    # no reduction of a 0-d n: PyMC's graph plotting compiles the shape graph in a mode
+    # whose C code for Max of a 0-d input fails ("too many values to unpack")
+    n_max = pt.cast(pt.max(n) if n.type.ndim else n, "int64")
+    rec_size = pt.concatenate([pt.cast(size, "int64"), pt.atleast_1d(n_max)])
+    next_rng, x = records(pt.shape_padright(theta), rec_size, rng)
+    x = pt.cast(x, "float64")
+    index = pt.arange(n_max).astype("float64")
+    keep = (
+        pt.ge(x, pt.shape_padright(lower))
+        & pt.le(x, pt.shape_padright(upper))
+        & pt.lt(index, pt.shape_padright(n))
+    )
+    return next_rng, pt.sum(pt.switch(keep, x, 0.0), axis=-1)
+
+
+class _TruncatedSumGaussianRV(SymbolicRandomVariable):
+    """Draws: as :class:`_TruncatedSumRV`, the kept sum + N(0, sigma^2) (Gaussian noise)."""
+
+    extended_signature = "[rng],[size],(),(),(),(),()->[rng],()"
+
+    @classmethod
+    def rv_op(cls, n, theta, lower, upper, noise_sigma, *, size=None, rng=None):
+        size, rng, n, theta, lower, upper, noise_sigma = _rv_inputs(
+            cls, size, rng, n, theta, lower, upper, noise_sigma
+        )
+        next_rng, total = _truncated_total(cls._records, n, theta, lower, upper, size, rng)
+        final_rng, e = normal(0.0, noise_sigma, size=size, rng=next_rng, return_next_rng=True)
+        return _rv_node(cls, rng, size, [n, theta, lower, upper, noise_sigma], final_rng, total + e)
 
 
 class TruncatedExponentialSumRV(_TruncatedSumRV):
@@ -137,15 +222,39 @@ class TruncatedPoissonSumRV(_TruncatedSumRV):
         return poisson(mu, size=size, rng=rng, return_next_rng=True)
 
 
+class TruncatedExponentialSumGaussianRV(_TruncatedSumGaussianRV):
+    name = "gaussian_noisy_truncated_exponential"
+    _print_name = ("LaplaceNoisyTruncatedExponential", "\\operatorname{GaussNoisyTruncExp}")
+    _records = TruncatedExponentialSumRV._records
+
+
+class TruncatedPoissonSumGaussianRV(_TruncatedSumGaussianRV):
+    name = "gaussian_noisy_truncated_poisson"
+    _print_name = ("LaplaceNoisyTruncatedPoisson", "\\operatorname{GaussNoisyTruncPoisson}")
+    _records = TruncatedPoissonSumRV._records
+
+
 class _TruncatedSum(_NoImputeContinuous):
     _integer = False
     _param = "lam"
 
+    #: the class of the same family with Gaussian noise (set below each public class)
+    _gaussian: type
+
     @classmethod
-    def dist(cls, n, theta, lower, upper, epsilon, sensitivity=None, **kwargs):
+    def dist(cls, n, theta, lower, upper, epsilon=None, sensitivity=None, *, noise=None, **kwargs):
+        spec = _resolve_noise(f"{cls.__name__}", epsilon, sensitivity, noise)
         _check_count("n", n)
         check_positive(cls._param, theta)
         _check_bounds(lower, upper, integer=cls._integer)
+        if spec is not None and spec.kind == "gaussian":
+            return cls._gaussian.dist(n, theta, lower, upper, spec.param, **kwargs)
+        if spec is not None:  # Laplace: the budget at the default sensitivity
+            sensitivity = truncated_sum_sensitivity(lower, upper)
+            if not isinstance(sensitivity, pt.Variable) and np.any(sensitivity <= 0):
+                raise ValueError("`upper` must be > 0: the sensitivity max(|a|, |b|, b - a) is 0")
+            epsilon = sensitivity / np.asarray(spec.param, dtype="float64")
+            sensitivity = None
         check_positive("epsilon", epsilon)
         if sensitivity is None:
             sensitivity = truncated_sum_sensitivity(lower, upper)
@@ -172,6 +281,14 @@ MAX_RATE = np.float64(1e150)  # float64: PyTensor would try a Python float as fl
 MAX_POISSON_RATE = np.float64(1e15)
 
 
+def _truncated_support_point(moments, size, n, theta, lower, upper, *noise):
+    log_q, mean, _ = moments(theta, lower, upper)
+    point, *_ = pt.broadcast_arrays(n * pt.exp(log_q) * mean, lower, upper, *noise)
+    if not rv_size_is_none(size):
+        point = pt.full(size, point)
+    return point
+
+
 def _truncated_methods(moments, order, max_rate=MAX_RATE):
     """``support_point`` and ``logp`` of a truncated family from its ``moments``.
 
@@ -179,53 +296,104 @@ def _truncated_methods(moments, order, max_rate=MAX_RATE):
     """
 
     def support_point(rv, size, n, theta, lower, upper, epsilon, sensitivity):
-        log_q, mean, _ = moments(theta, lower, upper)
-        point, *_ = pt.broadcast_arrays(
-            n * pt.exp(log_q) * mean, lower, upper, epsilon, sensitivity
-        )
-        if not rv_size_is_none(size):
-            point = pt.full(size, point)
-        return point
+        return _truncated_support_point(moments, size, n, theta, lower, upper, epsilon, sensitivity)
 
     def logp(value, n, theta, lower, upper, epsilon, sensitivity):
+        def convolve(ok, log_q, mean, var):
+            return emath.truncated_sum_laplace_logp(
+                value, n, log_q, mean, pt.maximum(var, 0.0), sensitivity / epsilon
+            )
+
+        noise_ok = [epsilon > 0, sensitivity > 0]
         return _truncated_logp(
-            moments, value, n, theta, lower, upper, epsilon, sensitivity, order, max_rate
-        )
+            moments, value, n, theta, lower, upper, order, max_rate,
+            noise_ok, "epsilon > 0, sensitivity > 0", convolve,
+        )  # fmt: skip
 
     return support_point, logp
 
 
-def _truncated_logp(moments, value, n, theta, lower, upper, epsilon, sensitivity, order, max_rate):
-    ok = (
-        (n >= 0)
-        & pt.eq(n, pt.floor(n))
-        & (theta >= 1.0 / MAX_RATE)
-        & (theta <= max_rate)
-        & (lower >= 0)
-        & order(lower, upper)
-        & (epsilon > 0)
-        & (sensitivity > 0)
-    )
-    safe_theta = pt.switch(ok, theta, 1.0)
-    safe_lo = pt.switch(ok, lower, 0.0)
-    safe_hi = pt.switch(ok, upper, 1.0)
-    log_q, mean, var = moments(safe_theta, safe_lo, safe_hi)
-    res = emath.truncated_sum_laplace_logp(
-        value, n, log_q, mean, pt.maximum(var, 0.0), sensitivity / epsilon
-    )
-    res = pt.switch(pt.isinf(value), -np.inf, res)
-    return check_parameters(
-        res,
+def _truncated_gaussian_methods(moments, order, max_rate=MAX_RATE):
+    """``support_point`` and ``logp`` of a truncated family released with Gaussian noise."""
+
+    def support_point(rv, size, n, theta, lower, upper, noise_sigma):
+        return _truncated_support_point(moments, size, n, theta, lower, upper, noise_sigma)
+
+    def logp(value, n, theta, lower, upper, noise_sigma):
+        def convolve(ok, log_q, mean, var):
+            sigma = pt.switch(ok, noise_sigma, 1.0)
+            return emath.truncated_sum_gaussian_logp(value, n, log_q, mean, var, sigma)
+
+        return _truncated_logp(
+            moments, value, n, theta, lower, upper, order, max_rate,
+            [noise_sigma > 0], "noise sigma > 0", convolve,
+        )  # fmt: skip
+
+    return support_point, logp
+
+
+def _truncated_logp(
+    moments, value, n, theta, lower, upper, order, max_rate, noise_ok, noise_msg, convolve
+):
+    """The CLT log density of a truncated family, ``convolve(ok, log q, mean, var)`` adding
+    the noise; refused parameter sets are evaluated at harmless values (no NaN gradients)."""
+    conds = [
         n >= 0,
         pt.eq(n, pt.floor(n)),
         theta >= 1.0 / MAX_RATE,
         theta <= max_rate,
         lower >= 0,
         order(lower, upper),
-        epsilon > 0,
-        sensitivity > 0,
+        *noise_ok,
+    ]
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = ok & c
+    safe_theta = pt.switch(ok, theta, 1.0)
+    safe_lo = pt.switch(ok, lower, 0.0)
+    safe_hi = pt.switch(ok, upper, 1.0)
+    res = convolve(ok, *moments(safe_theta, safe_lo, safe_hi))
+    res = pt.switch(pt.isinf(value), -np.inf, res)
+    return check_parameters(
+        res,
+        *conds,
         msg=f"n non-negative integer, {1 / MAX_RATE:g} <= rate <= {max_rate:g}, "
-        "0 <= lower < upper, epsilon > 0, sensitivity > 0",
+        f"0 <= lower < upper, {noise_msg}",
+    )
+
+
+class _GaussianTruncatedSum(_NoImputeContinuous):
+    """A truncated family released with Gaussian noise (created by the public classes'
+    ``noise=noise.Gaussian(sigma)``; not public: the public class is the entry point)."""
+
+    _param = "lam"
+
+    @classmethod
+    def dist(cls, n, theta, lower, upper, noise_sigma, **kwargs):
+        check_positive("noise sigma", noise_sigma)
+        params = {"n": n, cls._param: theta, "lower": lower, "upper": upper}
+        params["noise sigma"] = noise_sigma
+        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
+        return super().dist([n, theta, lower, upper, noise_sigma], **kwargs)
+
+
+class GaussianNoisyTruncatedExponential(_GaussianTruncatedSum):
+    """:class:`LaplaceNoisyTruncatedExponential` with ``noise=noise.Gaussian(sigma)``."""
+
+    rv_type = TruncatedExponentialSumGaussianRV
+    rv_op = TruncatedExponentialSumGaussianRV.rv_op
+    _param = "lam"
+    support_point, logp = _truncated_gaussian_methods(emath.truncated_exponential_moments, pt.lt)
+
+
+class GaussianNoisyTruncatedPoisson(_GaussianTruncatedSum):
+    """:class:`LaplaceNoisyTruncatedPoisson` with ``noise=noise.Gaussian(sigma)``."""
+
+    rv_type = TruncatedPoissonSumGaussianRV
+    rv_op = TruncatedPoissonSumGaussianRV.rv_op
+    _param = "mu"
+    support_point, logp = _truncated_gaussian_methods(
+        emath.truncated_poisson_moments, pt.le, MAX_POISSON_RATE
     )
 
 
@@ -272,10 +440,19 @@ class LaplaceNoisyTruncatedExponential(_TruncatedSum):
         Rate of the exponential records, > 0.
     lower, upper : tensor_like of float
         Declared truncation bounds, ``0 <= lower < upper`` (never computed from the data).
-    epsilon : tensor_like of float
-        Privacy budget of the release, > 0.
+    epsilon : tensor_like of float, optional
+        Privacy budget of the release, > 0 (Laplace noise of scale ``sensitivity / epsilon``).
+        Give exactly one of ``epsilon`` and ``noise``.
     sensitivity : tensor_like of float, optional
         L1 sensitivity of the truncated sum; default ``max(|lower|, |upper|, upper - lower)``.
+        Only with ``epsilon``.
+    noise : pymc_dpnoise.noise.Laplace or pymc_dpnoise.noise.Gaussian, optional
+        The noise the release added, instead of ``epsilon``.  ``Laplace(b)`` is the
+        ``epsilon`` path with scale :math:`b`; ``Gaussian(sigma)`` gives the likelihood
+        :math:`N(n q\hat\mu,\ V + \sigma^2)`, exact within the CLT model (the convolution of
+        two normals; variance :math:`V + \sigma^2` instead of :math:`V + 2\beta^2`), and
+        draws that add :math:`N(0, \sigma^2)`.  The integer kinds are refused (see the module
+        docstring: the CLT sum has no lattice).
 
     Random draws run the mechanism on ``n`` simulated records (memory grows with ``n`` times
     the number of draws).
@@ -304,8 +481,8 @@ class LaplaceNoisyTruncatedExponential(_TruncatedSum):
     _integer = False
 
     @classmethod
-    def dist(cls, n, lam, lower, upper, epsilon, sensitivity=None, **kwargs):
-        return super().dist(n, lam, lower, upper, epsilon, sensitivity, **kwargs)
+    def dist(cls, n, lam, lower, upper, epsilon=None, sensitivity=None, *, noise=None, **kwargs):
+        return super().dist(n, lam, lower, upper, epsilon, sensitivity, noise=noise, **kwargs)
 
     support_point, logp = _truncated_methods(emath.truncated_exponential_moments, pt.lt)
 
@@ -345,10 +522,15 @@ class LaplaceNoisyTruncatedPoisson(_TruncatedSum):
         Poisson rate of one record, > 0.
     lower, upper : tensor_like of int
         Declared bounds, integers with ``0 <= lower <= upper``.
-    epsilon : tensor_like of float
-        Privacy budget of the release, > 0.
+    epsilon : tensor_like of float, optional
+        Privacy budget of the release, > 0; exactly one of ``epsilon`` and ``noise``.
     sensitivity : tensor_like of float, optional
-        Default ``max(lower, upper, upper - lower) = upper``.
+        Default ``max(lower, upper, upper - lower) = upper``.  Only with ``epsilon``.
+    noise : pymc_dpnoise.noise.Laplace or pymc_dpnoise.noise.Gaussian, optional
+        As :class:`LaplaceNoisyTruncatedExponential`: ``Gaussian(sigma)`` is exact within the
+        CLT model.  The integer kinds (discrete Laplace, rounded Laplace, discrete Gaussian),
+        though they are what integer sums get from OpenDP, Tumult or python-dp, are refused:
+        their exact likelihood needs the lattice of the sum, which the CLT normal ignores.
 
     Examples
     --------
@@ -374,12 +556,16 @@ class LaplaceNoisyTruncatedPoisson(_TruncatedSum):
     _integer = True
 
     @classmethod
-    def dist(cls, n, mu, lower, upper, epsilon, sensitivity=None, **kwargs):
-        return super().dist(n, mu, lower, upper, epsilon, sensitivity, **kwargs)
+    def dist(cls, n, mu, lower, upper, epsilon=None, sensitivity=None, *, noise=None, **kwargs):
+        return super().dist(n, mu, lower, upper, epsilon, sensitivity, noise=noise, **kwargs)
 
     support_point, logp = _truncated_methods(
         emath.truncated_poisson_moments, pt.le, max_rate=MAX_POISSON_RATE
     )
+
+
+LaplaceNoisyTruncatedExponential._gaussian = GaussianNoisyTruncatedExponential
+LaplaceNoisyTruncatedPoisson._gaussian = GaussianNoisyTruncatedPoisson
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,15 +619,20 @@ def _check_simplex(p):
         raise ValueError("`p` must be a probability vector (entries >= 0, summing to 1)")
 
 
-def _multinomial_checks(res, n, p, epsilon, sensitivity):
+def _multinomial_checks(res, n, p, epsilon, sensitivity=None):
+    """``check_parameters`` of the multinomial densities (``sensitivity=None``: Gaussian
+    noise, ``epsilon`` is then its sigma)."""
+    if sensitivity is None:
+        noise_ok, noise_msg = [epsilon > 0], "noise sigma > 0"
+    else:
+        noise_ok, noise_msg = [epsilon > 0, sensitivity > 0], "epsilon > 0, sensitivity > 0"
     return check_parameters(
         res,
         n >= 0,
         pt.eq(n, pt.floor(n)),
         pt.all(p >= 0),
-        epsilon > 0,
-        sensitivity > 0,
-        msg="n non-negative integer, p >= 0, epsilon > 0, sensitivity > 0",
+        *noise_ok,
+        msg=f"n non-negative integer, p >= 0, {noise_msg}",
     )
 
 
@@ -514,6 +705,57 @@ class LaplaceNoisyMultinomialGivenCounts(_NoImputeContinuous):
         return _multinomial_checks(res, n, p, epsilon, sensitivity)
 
 
+class NoisyMultinomialGaussianRV(SymbolicRandomVariable):
+    """Draws: s ~ Multinomial(n, p), released as s + N(0, sigma^2) on every count."""
+
+    name = "gaussian_noisy_multinomial"
+    extended_signature = "[rng],[size],(),(k),()->[rng],(k)"
+    _print_name = ("LaplaceNoisyMultinomial", "\\operatorname{GaussNoisyMultinomial}")
+
+    @classmethod
+    def rv_op(cls, n, p, noise_sigma, *, size=None, rng=None):
+        size, rng, n, p, noise_sigma = _rv_inputs(cls, size, rng, n, p, noise_sigma)
+        p_norm = p / pt.sum(p, axis=-1, keepdims=True)
+        next_rng, s = multinomial(
+            pt.cast(pt.round(n), "int64"), p_norm, size=size, rng=rng, return_next_rng=True
+        )
+        final_rng, e = normal(
+            0.0, pt.shape_padright(noise_sigma), size=s.shape, rng=next_rng, return_next_rng=True
+        )
+        return _rv_node(cls, rng, size, [n, p, noise_sigma], final_rng, pt.cast(s, "float64") + e)
+
+
+class GaussianNoisyMultinomial(_NoImputeContinuous):
+    r"""Noisy multinomial counts with Gaussian noise :math:`N(0, \sigma^2)` on every count.
+
+    :math:`y \sim N(np,\, n(\operatorname{diag}p - pp^T) + \sigma^2 I)`: the normal
+    approximation of the counts convolved with the noise, exact within that approximation and
+    with no latent variable (:func:`pymc_dpnoise.math.expfam.multinomial_normal_mixture_logp`
+    with every noise variance :math:`\sigma^2`).  Created by :func:`LaplaceNoisyMultinomial`
+    with ``noise=noise.Gaussian(sigma)`` (and its ``.dist``); draws are releases
+    (multinomial counts plus Gaussian noise).
+    """
+
+    rv_type = NoisyMultinomialGaussianRV
+    rv_op = NoisyMultinomialGaussianRV.rv_op
+
+    @classmethod
+    def dist(cls, n, p, noise_sigma, **kwargs):
+        _check_count("n", n)
+        _check_simplex(p)
+        check_positive("noise sigma", noise_sigma)
+        return super().dist([n, p, noise_sigma], **kwargs)
+
+    def support_point(rv, size, n, p, noise_sigma):
+        return _multinomial_support_point(rv, size, n, p, None, noise_sigma, 1.0)
+
+    def logp(value, n, p, noise_sigma):
+        ok = noise_sigma > 0
+        noise_var = pt.shape_padright(pt.sqr(pt.switch(ok, noise_sigma, 1.0)))
+        res = emath.multinomial_normal_mixture_logp(value, n, p, noise_var)
+        return _multinomial_checks(res, n, p, noise_sigma)
+
+
 _LATENTS = ("auto", "noise_variance", "counts")
 
 
@@ -532,9 +774,10 @@ def LaplaceNoisyMultinomial(
     name,
     n,
     p,
-    epsilon,
-    sensitivity=2.0,
+    epsilon=None,
+    sensitivity=None,
     *,
+    noise=None,
     observed=None,
     dims=None,
     shape=None,
@@ -595,10 +838,20 @@ def LaplaceNoisyMultinomial(
         Number of records behind each release (batch shape).
     p : tensor_like of float
         Category probabilities, last axis of length :math:`k \ge 2`.
-    epsilon : tensor_like of float
-        Privacy budget of the whole count vector, > 0 (batch shape).
-    sensitivity : tensor_like of float, default 2.0
-        L1 sensitivity of the count vector (the Laplace scale is ``sensitivity / epsilon``).
+    epsilon : tensor_like of float, optional
+        Privacy budget of the whole count vector, > 0 (batch shape).  Exactly one of
+        ``epsilon`` and ``noise``.
+    sensitivity : tensor_like of float, optional
+        L1 sensitivity of the count vector (the Laplace scale is ``sensitivity / epsilon``);
+        ``None`` is 2.0.  Only with ``epsilon``.
+    noise : pymc_dpnoise.noise.Laplace or pymc_dpnoise.noise.Gaussian, optional
+        The noise on every count, instead of ``epsilon``.  ``Laplace(b)`` is the ``epsilon``
+        path with scale :math:`b` (``latent`` as above).  ``Gaussian(sigma)`` needs no latent:
+        :math:`y \sim N(np,\ n(\operatorname{diag}p - pp^T) + \sigma^2 I)` in closed form
+        (exact within the normal approximation of the counts), only the observed variable is
+        added, and ``LaplaceNoisyMultinomial.dist(n, p, noise=noise.Gaussian(sigma))`` exists.
+        The integer kinds are refused (the normal approximation has no lattice; see the
+        module docstring).
     observed : array_like, optional
         Released counts, shape ``(*batch, k)``.
     dims : tuple of str, optional
@@ -607,6 +860,7 @@ def LaplaceNoisyMultinomial(
     shape : tuple of int, optional
         Shape of the released counts when neither ``observed`` nor ``dims`` fix it.
     latent : {"auto", "noise_variance", "counts"}
+        Laplace noise only (leave at ``"auto"`` with Gaussian noise).
 
     Returns
     -------
@@ -635,10 +889,27 @@ def LaplaceNoisyMultinomial(
     if latent not in _LATENTS:
         raise ValueError(f"`latent` must be one of {_LATENTS}; got {latent!r}")
     model = pm.modelcontext(None)
-    _validate_multinomial(n, p, epsilon, sensitivity)
-    if latent == "auto":
-        latent = _auto_latent(n, epsilon, sensitivity)
-    n_t, p_t, eps_t, sens_t = map(_f64, (n, p, epsilon, sensitivity))
+    spec = _resolve_noise("LaplaceNoisyMultinomial", epsilon, sensitivity, noise)
+    gaussian = spec is not None and spec.kind == "gaussian"
+    if gaussian:
+        if latent != "auto":
+            raise ValueError(
+                f"`latent`={latent!r}: with Gaussian noise the released counts have a closed-form "
+                "density (no latent is added); leave `latent` at 'auto'"
+            )
+        _check_count("n", n)
+        _check_simplex(p)
+        epsilon = np.asarray(spec.param, dtype="float64")  # the batch shape below
+    else:
+        if spec is not None:  # Laplace: the budget at the default sensitivity 2
+            epsilon = 2.0 / np.asarray(spec.param, dtype="float64")
+        if sensitivity is None:
+            sensitivity = 2.0
+        _validate_multinomial(n, p, epsilon, sensitivity)
+        if latent == "auto":
+            latent = _auto_latent(n, epsilon, sensitivity)
+    n_t, p_t, eps_t = map(_f64, (n, p, epsilon))
+    sens_t = None if gaussian else _f64(sensitivity)
     if observed is not None:
         obs = constant_value(observed, f"{name}: observed")
         if obs is not None:
@@ -686,6 +957,8 @@ def LaplaceNoisyMultinomial(
         obs_kwargs["dims"] = dims
     else:
         obs_kwargs["shape"] = tuple(out_shape)
+    if gaussian:
+        return GaussianNoisyMultinomial(name, n_t, p_t, eps_t, **obs_kwargs)
     if latent == "noise_variance":
         w = pm.Exponential(f"{name}_noise_w", 1.0, **_latent_kwargs("full"))
         return LaplaceNoisyMultinomialGivenNoiseVar(name, n_t, p_t, w, eps_t, sens_t, **obs_kwargs)
@@ -693,15 +966,28 @@ def LaplaceNoisyMultinomial(
     return LaplaceNoisyMultinomialGivenCounts(name, n_t, p_t, z, eps_t, sens_t, **obs_kwargs)
 
 
-def _multinomial_dist(*args, **kwargs):
-    """``LaplaceNoisyMultinomial.dist``: refused with the reason (the helper needs a model)."""
+def _multinomial_dist(*args, noise=None, **kwargs):
+    """``LaplaceNoisyMultinomial.dist``: with Gaussian noise the stand-alone distribution
+    (``dist(n, p, noise=noise.Gaussian(sigma))``); otherwise refused with the reason (the
+    helper needs a model)."""
+    if noise is not None and isinstance(noise, noise_mod.Gaussian):
+        n, p, *rest = args
+        if rest or "epsilon" in kwargs or "sensitivity" in kwargs:
+            _resolve_noise(
+                "LaplaceNoisyMultinomial.dist",
+                rest[0] if rest else kwargs.pop("epsilon", None),
+                rest[1] if len(rest) > 1 else kwargs.pop("sensitivity", None),
+                noise,
+            )
+        return GaussianNoisyMultinomial.dist(n, p, noise.param, **kwargs)
     raise NotImplementedError(
         "LaplaceNoisyMultinomial.dist: there is no stand-alone distribution. LaplaceNoisyMultinomial "
         "is a model-building helper: the released counts have no closed-form density, so it adds "
         "a latent vector (noise variances or latent counts) to the current model. Call it inside "
         "a pm.Model (pm.draw of the variable it returns, and the prior and posterior predictive, "
         "draw releases), or use LaplaceNoisyMultinomialGivenNoiseVar.dist(n, p, w, epsilon) with "
-        "your own latent w."
+        "your own latent w. (With noise=noise.Gaussian(sigma) there is a stand-alone "
+        "distribution: LaplaceNoisyMultinomial.dist(n, p, noise=noise.Gaussian(sigma)).)"
     )
 
 

@@ -65,6 +65,8 @@ from .expfam import (
     normal_laplace_logp,
     truncated_exponential_moments,
     truncated_poisson_moments,
+    truncated_sum_clt,
+    truncated_sum_gaussian_logp,
     truncated_sum_laplace_logp,
 )
 from .expfam_normal import (

@@ -10,7 +10,8 @@ Two likelihood pieces that the noisy-count distributions do not cover:
   :math:`\hat\mu, \hat\Sigma` the mean and variance of the truncated family (Lemma 1).  The
   moments are exact closed forms here (:func:`truncated_exponential_moments`,
   :func:`truncated_poisson_moments`); only the normality of :math:`\hat s` is approximated.
-  The Laplace noise is then integrated out exactly (:func:`normal_laplace_logp`).
+  The Laplace noise is then integrated out exactly (:func:`normal_laplace_logp`); Gaussian
+  noise :math:`N(0, \sigma^2)` gives :math:`N(m, V + \sigma^2)` (:func:`truncated_sum_gaussian_logp`).
 * **multinomial counts** with independent Laplace noise on every category (Sec. 3.2):
   :func:`multinomial_normal_mixture_logp` is the normal approximation
   :math:`s \approx N(np, n(\operatorname{diag} p - pp^T))` with the Laplace noise written as a
@@ -35,6 +36,8 @@ __all__ = [
     "normal_laplace_logp",
     "truncated_exponential_moments",
     "truncated_poisson_moments",
+    "truncated_sum_clt",
+    "truncated_sum_gaussian_logp",
     "truncated_sum_laplace_logp",
 ]
 
@@ -234,11 +237,31 @@ def truncated_sum_laplace_logp(value, n, log_q, mean, var, scale):
     released :math:`y = \hat s + \mathrm{Laplace}(0, \beta)` has the density of
     :func:`normal_laplace_logp`.  ``1 - q`` is formed as ``-expm1(log q)``.
     """
+    m, v = truncated_sum_clt(n, log_q, mean, var)
+    return normal_laplace_logp(value, m, v, scale)
+
+
+def truncated_sum_clt(n, log_q, mean, var):
+    r"""``(m, V)`` of the random-sum CLT (Prop. 1): :math:`m = n q \hat\mu`,
+    :math:`V = n q \hat\Sigma + n q (1 - q)\hat\mu^2` (``1 - q`` formed as ``-expm1(log q)``)."""
     n, log_q, mean, var = map(_as_f64, (n, log_q, mean, var))
     q = pt.exp(log_q)
     m = n * q * mean
     v = n * q * (var - pt.expm1(log_q) * pt.sqr(mean))
-    return normal_laplace_logp(value, m, v, scale)
+    return m, v
+
+
+def truncated_sum_gaussian_logp(value, n, log_q, mean, var, sigma):
+    r"""Random-sum CLT (Prop. 1) convolved with Gaussian noise :math:`N(0, \sigma^2)`.
+
+    Within the CLT model this is exact: :math:`\hat s \approx N(m, V)` and
+    :math:`y = \hat s + N(0, \sigma^2)` is :math:`N(m, V + \sigma^2)` (the convolution of two
+    normals).  :math:`\sigma > 0` keeps the variance positive when :math:`V = 0`.
+    """
+    m, v = truncated_sum_clt(n, log_q, mean, var)
+    value, sigma = _as_f64(value), _as_f64(sigma)
+    total = pt.maximum(v, 0.0) + pt.sqr(sigma)
+    return -0.5 * (_LOG2PI + pt.log(total) + pt.sqr(value - m) / total)
 
 
 # --------------------------------------------------------------------------------------------
