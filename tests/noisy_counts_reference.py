@@ -132,7 +132,7 @@ def _support(family, params, locate=None):
         else:
             coarse = np.unique(np.linspace(0, n, 200_001).round())
             c = coarse[np.argmax(locate(coarse, stats.binom.logpmf(coarse, n, q)))]
-            half = 4 * n / 200_000 + locate.reach + 80 * math.sqrt(n * q * (1 - q) + 1) + 1000
+            half = 4 * n / 200_000 + locate.reach + 40 * math.sqrt(n * q * (1 - q) + 1) + 1000
             s = np.arange(max(0, c - half), min(n, c + half) + 1, dtype="float64")
         with np.errstate(divide="ignore"):
             return s, stats.binom.logpmf(s, n, q)
@@ -151,7 +151,7 @@ class _Locate:
 
 
 def _reach(kind, p):
-    return 80 * p + 100
+    return 40 * p + 100
 
 
 def count_logp(family, params, kind, p, y, lower=None, upper=None):

@@ -475,3 +475,12 @@ def test_sampling_on_every_backend(sampler):
         )
     post = idata.posterior["p"].values.ravel()
     assert abs(post.mean() - 0.15) < 4 * post.std() + 0.01
+
+
+def test_huge_gaussian_noise_on_an_unbounded_count_is_refused_by_name():
+    """sigma = 1e6 on a Poisson would sum 1.9e7 terms per release: refused with the reason;
+    on a binomial the window is capped by n (and the count's curvature) and works."""
+    with pytest.raises(ValueError, match="sigma = 1e\\+06"):
+        pm.logp(pmd.NoisyPoisson.dist(5.0, noise.DiscreteGaussian(1e6)), 3)
+    lp = pm.logp(pmd.NoisyBinomial.dist(100, 0.3, noise.DiscreteGaussian(1e6)), 3.0).eval()
+    assert np.isfinite(lp)

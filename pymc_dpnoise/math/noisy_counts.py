@@ -132,6 +132,8 @@ _TINY = np.float64(-1e-300)
 _HUGE = np.float64(1e300)
 _BIG = np.float64(2.0**62)
 _LOG_SQRT_2PI = np.float64(0.5 * math.log(2.0 * math.pi))
+#: largest window (terms per release) of the Gaussian-noise sums: sigma up to ~1.5e5
+MAX_WINDOW = 3_000_001
 #: bisection bound when the count has no static upper end (Poisson, or a symbolic n)
 _MAX_ITERS = 64
 #: the Poisson's effective upper end: beyond mode + 60 sqrt(mode + 1) + 200 its survival
@@ -287,7 +289,14 @@ def window_half_width(sigma_max, kappa_extra=0.0, kappa_factor=1.0):
     summand has second differences at most :math:`-\kappa`,
     :math:`\kappa = \text{kappa\_factor}/\sigma_{\max}^2 + \text{kappa\_extra}`."""
     kappa = kappa_factor / float(sigma_max) ** 2 + kappa_extra
-    return math.ceil(math.sqrt(2.0 * TAIL_NATS / kappa)) + 2
+    width = math.ceil(math.sqrt(2.0 * TAIL_NATS / kappa)) + 2
+    if 2 * width + 1 > MAX_WINDOW:
+        raise ValueError(
+            f"noise sigma = {sigma_max:g}: the exact likelihood sums {2 * width + 1} terms per "
+            f"release, more than the {MAX_WINDOW} allowed (memory); noise this large swamps any "
+            "count below ~1e12, where a normal approximation of the count is accurate"
+        )
+    return width
 
 
 def _lse(vals):
