@@ -542,7 +542,7 @@ def _cdf_iters(fam, m_known):
     if fam.n_max is None or m_known is None:
         return _MAX_ITERS
     width = fam.n_max + float(np.max(np.abs(m_known), initial=0.0)) + 2.0
-    return min(_MAX_ITERS, int(math.ceil(math.log2(width))) + 2)
+    return min(_MAX_ITERS, math.ceil(math.log2(width)) + 2)
 
 
 def _discrete_laplace_log_cdfs(fam, m, b):
