@@ -77,6 +77,24 @@ _OTHER = {
 }
 
 
+#: the subpackages the docstring lists, each reachable as ``pymc_dpnoise.<name>`` (imported on
+#: first use; tests/test_conventions.py checks the docstring, this tuple and __all__ agree)
+SUBPACKAGES = (
+    "noise",
+    "mechanisms",
+    "bayesnet",
+    "privacy_check",
+    "math",
+    "distributions",
+    "priors",
+    "diagnostics",
+    "baselines",
+    "summaries",
+    "datasets",
+    "experiments",
+)
+
+
 def __getattr__(name):
     import importlib
 
@@ -84,7 +102,7 @@ def __getattr__(name):
         value = getattr(importlib.import_module(".distributions", __name__), name)
     elif name in _OTHER:
         value = getattr(importlib.import_module(_OTHER[name], __name__), name)
-    elif name in ("mechanisms", "summaries", "noise"):
+    elif name in SUBPACKAGES:
         value = importlib.import_module("." + name, __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -101,4 +119,4 @@ try:
 except PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
-__all__ = [*_DISTRIBUTIONS, *_OTHER, "__version__", "mechanisms", "noise", "summaries"]
+__all__ = [*_DISTRIBUTIONS, *_OTHER, "__version__", *SUBPACKAGES]

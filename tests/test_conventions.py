@@ -191,3 +191,18 @@ def test_print_model_names_the_regression_parameters():
     assert "f(theta_g)" not in text, text
     assert "PerturbedLinReg(theta_g, 1, <constant>, <constant>, 0.5)" in text
     assert "PerturbedLogReg(theta_g, <constant>, f(sx), 1)" in text
+
+
+def test_every_subpackage_in_the_docstring_is_an_attribute():
+    """The package docstring's "Subpackages" list, SUBPACKAGES, __all__ and the attributes
+    agree (issue 23: ``pmd.math`` used to raise AttributeError)."""
+    import re
+
+    import pymc_dpnoise as pmd
+
+    doc = pmd.__doc__.split("Subpackages\n-----------\n", 1)[1]
+    listed = re.findall(r"^([a-z_]+)$", doc, flags=re.M)
+    assert tuple(listed) == pmd.SUBPACKAGES
+    for name in listed:
+        assert name in pmd.__all__
+        assert getattr(pmd, name).__name__ == f"pymc_dpnoise.{name}"
