@@ -14,6 +14,7 @@ import functools
 import math
 
 import numpy as np
+import counts_reference as _cr
 from scipy import special, stats
 
 
@@ -131,15 +132,29 @@ def _support(family, params, locate=None):
             s = np.arange(0, n + 1, dtype="float64")
         else:
             coarse = np.unique(np.linspace(0, n, 200_001).round())
-            c = coarse[np.argmax(locate(coarse, stats.binom.logpmf(coarse, n, q)))]
+            c = coarse[np.argmax(locate(coarse, _binom_logpmf(coarse, n, q)))]
             half = 4 * n / 200_000 + locate.reach + 40 * math.sqrt(n * q * (1 - q) + 1) + 1000
-            s = np.arange(max(0, c - half), min(n, c + half) + 1, dtype="float64")
+            s = np.arange(max(0, math.floor(c - half)), min(n, c + half) + 1, dtype="float64")
         with np.errstate(divide="ignore"):
-            return s, stats.binom.logpmf(s, n, q)
+            return s, _binom_logpmf(s, n, q)
     (mu,) = params
     top = int(mu + 60 * math.sqrt(mu + 1) + 400)
     s = np.arange(0, top + 1, dtype="float64")
-    return s, stats.poisson.logpmf(s, mu)
+    return s, _poisson_logpmf(s, mu)
+
+
+def _binom_logpmf(s, n, q):
+    """SciPy's gammaln-based logpmf loses ~1e-7 at n = 1e8 (gammaln(1e8) ~ 1.7e9): the
+    longdouble Stirling series of tests/counts_reference.py above 1e6 records."""
+    if n <= 1_000_000:
+        return stats.binom.logpmf(s, n, q)
+    return np.asarray(_cr.binom_logpmf(s, n, q), dtype="float64")
+
+
+def _poisson_logpmf(s, mu):
+    if mu <= 1e5:
+        return stats.poisson.logpmf(s, mu)
+    return np.asarray(_cr.poisson_logpmf(s, mu), dtype="float64")
 
 
 class _Locate:
