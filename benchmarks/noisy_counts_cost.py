@@ -43,11 +43,7 @@ def cells(quick):
     ns = (1e3, 1e7) if quick else (1e3, 1e5, 1e7, 1e8)
     out = []
     for kind in KINDS:
-        params = (
-            (3.0,)
-            if "laplace" in kind
-            else ((1.0, 100.0) if quick else (0.05, 10.0, 1e4))
-        )
+        params = (3.0,) if "laplace" in kind else ((1.0, 100.0) if quick else (0.05, 10.0, 1e4))
         for prm in params:
             for n in ns:
                 out.append((kind, prm, n))

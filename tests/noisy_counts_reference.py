@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
 import counts_reference as _cr
+import numpy as np
 from scipy import special, stats
 
 

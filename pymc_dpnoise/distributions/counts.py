@@ -409,9 +409,7 @@ class LaplaceNoisyPoisson(_NoImputeContinuous):
 
     @_floatx_out
     def logccdf(value, mu, epsilon, sensitivity):
-        return _count_cdf(
-            _poisson_log_cdfs, value, mu, epsilon, sensitivity, tail=True
-        )
+        return _count_cdf(_poisson_log_cdfs, value, mu, epsilon, sensitivity, tail=True)
 
     icdf = _refuse("LaplaceNoisyPoisson", "icdf", _NO_ICDF)
 
