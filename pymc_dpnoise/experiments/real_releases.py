@@ -111,13 +111,13 @@ SETTINGS = {
     ),
     "fast": dict(
         rho=0.05,
-        replicates=4,
-        naive_replicates=4,
+        replicates=2,
+        naive_replicates=2,
         censored_replicates=0,
         draws=100,
         tune=150,
-        fit_draws=200,
-        fit_tune=300,
+        fit_draws=150,
+        fit_tune=200,
         sampler="pymc",
     ),
 }
