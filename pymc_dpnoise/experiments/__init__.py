@@ -32,6 +32,8 @@ Zhang et al. Fig. 1         ``posterior_release.run_fig1``             ``posteri
 Zhang et al. Fig. 2 (Wine)  ``posterior_release.run_fig2``             ``posterior_release.ipynb``          ``results/posterior_release``
 release readings (SBC)      ``posterior_release.run_sbc_exact``        ``posterior_release.ipynb``          ``results/posterior_release``
 privacy checks              ``posterior_release.run_privacy``          ``posterior_release.ipynb``          ``results/posterior_release``
+small areas (SBC)           ``real_releases.run_coverage``             ``real_releases.ipynb``              ``results/real_releases``
+small areas (real release)  ``real_releases.fit_release``              ``real_releases.ipynb``              ``results/real_releases``
 ==========================  =========================================  ===================================  ==========================
 
 Command-line entry points (``--mode fast`` or ``--mode full``; results cached, resumable)::
@@ -41,6 +43,7 @@ Command-line entry points (``--mode fast`` or ``--mode full``; results cached, r
     python -m pymc_dpnoise.experiments.glm_sufficient_statistics --mode full
     python -m pymc_dpnoise.experiments.expfam --mode full
     python -m pymc_dpnoise.experiments.posterior_release --mode full
+    python -m pymc_dpnoise.experiments.real_releases --mode full --jobs 1 --skip-fit
 
 Each new paper gets a module here with its notebook of the same name.  Nothing outside this
 subpackage imports from it: the library does not depend on the experiments.
