@@ -21,15 +21,10 @@ own group), the number of people with income above 50K plus discrete Gaussian no
     type gives), fitted with ``NoisyBinomial(..., lower=0)``, which puts the clamped mass on
     the atom at 0.
 
-Workaround (a bug in :mod:`pymc_dpnoise.math.noisy_counts`, reported, not fixed here): the
-Gaussian-kind likelihoods find their summation window with a ``scan`` whose inner graph closes
-over the parameters' graph; inside a PyMC model that graph holds PyMC's ``ValuedRV`` ops, and
-``pt.grad`` of the model's logp fails ("pullback not implemented for ValuedRV").
-:func:`noisy_binomial` therefore evaluates ``NoisyBinomial``'s own logp inside an
-``OpFromGraph`` whose inputs are the release and :math:`p`, so the scan only sees
-placeholders.  It is also slow for NUTS (0.9 ms per logp + gradient for the 42 groups, C
-backend; PyMC's NUTS spent minutes on a short fit).  The fits and the SBC use
-:func:`window_logp` instead: the same window sum over the latent count (argmax by bisection
+Two implementations of the same likelihood: ``likelihood="noisy_binomial"`` is
+``pmd.NoisyBinomial`` itself.  The committed fits and SBC were run (while the package's
+Gaussian-kind gradient failed inside a model, fixed since) with :func:`window_logp`, kept as
+an independent check of the package.  :func:`window_logp` is the same window sum over the latent count (argmax by bisection
 on the closed-form forward difference, half-width :math:`W = \lceil\sqrt{92}\,\sigma\rceil + 2`,
 and, at the censoring atom, :math:`P(z = 0) = \sum_s P(S = s)\,P(N \le -s)` around its own
 argmax), with the bisection unrolled instead of a ``scan``: about 6x cheaper per gradient
@@ -48,7 +43,6 @@ import dataclasses
 import json
 import math
 import time
-import warnings
 from functools import cache
 from pathlib import Path
 
@@ -295,45 +289,11 @@ def window_logp(y, n, logit_p, sigma: float, lower=None):
     return pt.switch(pt.lt(y, 0.0), -np.inf, pt.switch(pt.eq(y, 0.0), atom, inner))
 
 
-_OPS: dict = {}
-
-
-def _noisy_binomial_op(n, spec, lower):
-    """``NoisyBinomial``'s logp as an ``OpFromGraph`` of (release, p): the workaround of the
-    module docstring.  Cached per (sizes, spec, lower)."""
-    key = (tuple(np.asarray(n).tolist()), repr(spec), lower)
-    if key not in _OPS:
-        import pymc as pm
-        import pytensor.tensor as pt
-        from pytensor.compile.builders import OpFromGraph
-
-        from ..distributions.noisy_counts import NoisyBinomial
-
-        y = pt.dvector("y")
-        p = pt.dvector("p")
-        with warnings.catch_warnings():  # one bound: 1e300 cast through float16 (harmless)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            dist = NoisyBinomial.dist(n=np.asarray(n), p=p, noise=spec, lower=lower)
-            _OPS[key] = OpFromGraph([y, p], [pm.logp(dist, y)])
-    return _OPS[key]
-
-
 def noisy_binomial(name, n, p, spec, *, lower=None, observed=None):
-    """An observed ``NoisyBinomial`` whose parameters reach its logp through an ``OpFromGraph``.
+    """``pmd.NoisyBinomial(name, n=n, p=p, noise=spec, lower=lower, observed=observed)``."""
+    from ..distributions.noisy_counts import NoisyBinomial
 
-    Same likelihood as ``pmd.NoisyBinomial(name, n=n, p=p, noise=spec, lower=lower,
-    observed=observed)``, which cannot be differentiated inside a model with Gaussian-kind
-    noise (module docstring).  Must be called inside a model context.
-    """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    op = _noisy_binomial_op(n, spec, lower)
-
-    def logp(value, p):
-        return op(pt.cast(value, "float64"), p)
-
-    return pm.CustomDist(name, p, logp=logp, observed=observed, dtype="int64")
+    return NoisyBinomial(name, n=np.asarray(n), p=p, noise=spec, lower=lower, observed=observed)
 
 
 # --------------------------------------------------------------------------------------------

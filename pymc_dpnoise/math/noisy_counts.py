@@ -591,8 +591,10 @@ def _laplace_tails(fam, y, kind, b, lc, lcc):
         x = y if kind == "laplace" else pt.floor(y) + 0.5
         below, x_lo = x <= 0.0, pt.minimum(x, 0.0)
         log_lo = x_lo * t + fam.log_mgf_down(t) - _LOG2
+    # the complement from the tail only where the tail is below 1/2 (else the split's value,
+    # accurate there, is kept)
     lc = pt.switch(below, log_lo, lc)
-    lcc = pt.switch(below, pt.log1mexp(pt.minimum(log_lo, -_LOG2)), lcc)
+    lcc = pt.switch(below & (log_lo < -_LOG2), pt.log1mexp(pt.minimum(log_lo, -_LOG2)), lcc)
     if not isinstance(fam, _Binomial):
         return lc, lcc
     if kind == "discrete_laplace":
@@ -604,7 +606,7 @@ def _laplace_tails(fam, y, kind, b, lc, lcc):
         x_hi = pt.maximum(x, fam.n)
         log_hi = -(x_hi - fam.n) * t + fam.log_mgf_up(t) - _LOG2
     lcc = pt.switch(above, log_hi, lcc)
-    lc = pt.switch(above, pt.log1mexp(pt.minimum(log_hi, -_LOG2)), lc)
+    lc = pt.switch(above & (log_hi < -_LOG2), pt.log1mexp(pt.minimum(log_hi, -_LOG2)), lc)
     return lc, lcc
 
 
