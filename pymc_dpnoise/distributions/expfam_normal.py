@@ -3,7 +3,19 @@ r"""Noisy truncated sums of :math:`(x, x^2)` of Gaussian records (Bernstein & Sh
 * :func:`LaplaceNoisyTruncatedNormal`: model-building helper (adds one standard-normal latent
   per release and the observed pair to the current model), the user-facing entry point;
 * :class:`LaplaceNoisyTruncatedNormalGivenSum`: the building block, the density of a released
-  pair given that latent.
+  pair given that latent;
+* :class:`GaussianNoisyTruncatedNormal`: the released pair with Gaussian noise
+  (``noise=noise.Gaussian(sigma)`` of :func:`LaplaceNoisyTruncatedNormal`): the CLT normal
+  plus :math:`N(0, \sigma^2 I)` is :math:`N(m, LL^T + \sigma^2 I)`, exact within the CLT model,
+  with no latent.
+
+**Other noise** (``noise=``, a spec of :mod:`pymc_dpnoise.noise`, instead of ``epsilon``), as
+for the other truncated families (:mod:`pymc_dpnoise.distributions.expfam`):
+:class:`~pymc_dpnoise.noise.Laplace` ``(b)`` is the ``epsilon`` path with scale :math:`b` on
+*each* of the two sums (the pair has one L1 sensitivity, so ``epsilon`` already puts the same
+scale ``sensitivity / epsilon`` on both); :class:`~pymc_dpnoise.noise.Gaussian` ``(sigma)``
+puts :math:`N(0, \sigma^2)` on each sum (one ``sigma`` per release, as the multinomial's one
+``sigma`` for every count); the integer kinds are refused, with the same reason.
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ from ._common import (
     _rv_node,
     _to_floatx,
 )
-from .expfam import _check_count
+from .expfam import _check_count, _resolve_noise
 
 __all__ = [
     "LaplaceNoisyTruncatedNormal",
@@ -61,29 +73,65 @@ class TruncatedNormalSumRV(SymbolicRandomVariable):
         )
         n, mu, sigma, lower, upper, z, epsilon, sensitivity = params
         size = pt.cast(size, "int64")
-        pad = pt.shape_padright
-        # no Max of a 0-d n: its C code fails to build (PyTensor 3.3), which broke shape
-        # evaluation of the draws (pm.model_to_graphviz / model_to_mermaid) for a scalar n
-        n_max = pt.cast(pt.max(n) if n.type.ndim else n, "int64")
-        rec_size = pt.concatenate([size, pt.atleast_1d(n_max)])
-        next_rng, x = normal(pad(mu), pad(sigma), size=rec_size, rng=rng, return_next_rng=True)
-        index = pt.arange(n_max).astype("float64")
-        keep = (x >= pad(lower)) & (x <= pad(upper)) & pt.lt(index, pad(n))
-        kept = pt.switch(keep, x, 0.0)
-        stats = pt.stack([pt.sum(kept, axis=-1), pt.sum(pt.sqr(kept), axis=-1)], axis=-1)
+        next_rng, stats = _truncated_pair(n, mu, sigma, lower, upper, size, rng)
         noise_size = pt.concatenate([size, pt.as_tensor([2], dtype="int64")])
-        final_rng, y = _plus_laplace(stats, pad(sensitivity / epsilon), noise_size, next_rng)
+        scale = pt.shape_padright(sensitivity / epsilon)
+        final_rng, y = _plus_laplace(stats, scale, noise_size, next_rng)
         return _rv_node(cls, rng, size, params, final_rng, _to_floatx(y))
 
 
-def _validate(n, mu, sigma, lower, upper, epsilon, sensitivity):
-    """Check the known parameters (naming the argument); returns the sensitivity to use."""
+def _truncated_pair(n, mu, sigma, lower, upper, size, rng):
+    """``(next_rng, stats)``: n normal records, those outside [lower, upper] dropped, and the
+    sums of x and x^2 of the rest (shape ``(*size, 2)``; the mechanism before its noise)."""
+    pad = pt.shape_padright
+    # no Max of a 0-d n: its C code fails to build (PyTensor 3.3), which broke shape
+    # evaluation of the draws (pm.model_to_graphviz / model_to_mermaid) for a scalar n
+    n_max = pt.cast(pt.max(n) if n.type.ndim else n, "int64")
+    rec_size = pt.concatenate([size, pt.atleast_1d(n_max)])
+    next_rng, x = normal(pad(mu), pad(sigma), size=rec_size, rng=rng, return_next_rng=True)
+    index = pt.arange(n_max).astype("float64")
+    keep = (x >= pad(lower)) & (x <= pad(upper)) & pt.lt(index, pad(n))
+    kept = pt.switch(keep, x, 0.0)
+    stats = pt.stack([pt.sum(kept, axis=-1), pt.sum(pt.sqr(kept), axis=-1)], axis=-1)
+    return next_rng, stats
+
+
+class TruncatedNormalSumGaussianRV(SymbolicRandomVariable):
+    """Draws: as :class:`TruncatedNormalSumRV`, each sum + N(0, sigma^2) (Gaussian noise)."""
+
+    name = "gaussian_noisy_truncated_normal"
+    extended_signature = "[rng],[size],(),(),(),(),(),()->[rng],(2)"
+    _print_name = ("LaplaceNoisyTruncatedNormal", "\\operatorname{GaussNoisyTruncNormal}")
+
+    @classmethod
+    def rv_op(cls, n, mu, sigma, lower, upper, noise_sigma, *, size=None, rng=None):
+        size, rng, *params = _rv_inputs(cls, size, rng, n, mu, sigma, lower, upper, noise_sigma)
+        n, mu, sigma, lower, upper, noise_sigma = params
+        size = pt.cast(size, "int64")
+        next_rng, stats = _truncated_pair(n, mu, sigma, lower, upper, size, rng)
+        noise_size = pt.concatenate([size, pt.as_tensor([2], dtype="int64")])
+        final_rng, e = normal(
+            0.0, pt.shape_padright(noise_sigma), size=noise_size, rng=next_rng,
+            return_next_rng=True,
+        )  # fmt: skip
+        return _rv_node(cls, rng, size, params, final_rng, _to_floatx(stats + e))
+
+
+def _validate_records(n, mu, sigma, lower, upper):
+    """Check the known parameters of the records (naming the argument); ``(lo, hi)``, the
+    known bounds (None where symbolic)."""
     _check_count("n", n)
     check_finite("mu", mu)
     check_positive("sigma", sigma)
     lo, hi = check_finite("lower", lower), check_finite("upper", upper)
     if lo is not None and hi is not None and np.any(lo >= hi):
         raise ValueError(f"`lower` must be < `upper`; got lower={lo}, upper={hi}")
+    return lo, hi
+
+
+def _validate(n, mu, sigma, lower, upper, epsilon, sensitivity):
+    """Check the known parameters (naming the argument); returns the sensitivity to use."""
+    lo, hi = _validate_records(n, mu, sigma, lower, upper)
     check_positive("epsilon", epsilon)
     if sensitivity is None:
         sensitivity = truncated_normal_sum_sensitivity(
@@ -148,14 +196,7 @@ class LaplaceNoisyTruncatedNormalGivenSum(_NoImputeContinuous):
             n=n, mu=mu, sigma=sigma, lower=lower, upper=upper, z=z, epsilon=epsilon,
             sensitivity=sensitivity,
         )  # fmt: skip
-        shape = kwargs.get("shape")
-        if shape is not None and not isinstance(shape, pt.Variable):
-            try:
-                _batch_shape(params, shape)
-            except TypeError:  # symbolic entries: PyMC checks them when the graph runs
-                pass
-        else:
-            _batch_shape(params, None)
+        _check_shape(params, kwargs)
         return super().dist(list(params.values()), **kwargs)
 
     def support_point(rv, size, n, mu, sigma, lower, upper, z, epsilon, sensitivity):
@@ -202,6 +243,106 @@ class LaplaceNoisyTruncatedNormalGivenSum(_NoImputeContinuous):
         return _to_floatx(res)
 
 
+def _check_shape(params, kwargs):
+    """The ``dist`` shape check of the two classes (symbolic entries: PyMC checks them when
+    the graph runs)."""
+    shape = kwargs.get("shape")
+    if shape is not None and not isinstance(shape, pt.Variable):
+        try:
+            _batch_shape(params, shape)
+        except TypeError:
+            pass
+    else:
+        _batch_shape(params, None)
+
+
+class GaussianNoisyTruncatedNormal(_NoImputeContinuous):
+    r"""Released pair :math:`(\sum x, \sum x^2)` of truncated Gaussian records with Gaussian noise.
+
+    :func:`LaplaceNoisyTruncatedNormal` with ``noise=noise.Gaussian(sigma_e)``: the data holder
+    adds independent :math:`N(0, \sigma_e^2)` noise to each of the two truncated sums.  Within
+    the random-sum CLT model, :math:`\hat s \sim N(m, LL^T)`
+    (:func:`pymc_dpnoise.math.expfam_normal.truncated_normal_sum_clt`), the release is exactly
+
+    .. math::
+
+        y \sim N\bigl(m,\ LL^T + \sigma_e^2 I\bigr)
+
+    (the convolution of two normals): a closed-form bivariate normal
+    (:func:`pymc_dpnoise.math.expfam_normal.truncated_normal_sum_gaussian_logp`, closed-form
+    2x2 Cholesky factor), with **no latent variable**.  Only the normality of :math:`\hat s`
+    is approximated, as with Laplace noise.  Draws are releases: records, truncation, sums,
+    and Gaussian noise on each sum.  Created by :func:`LaplaceNoisyTruncatedNormal` (and its
+    ``.dist``) with ``noise=noise.Gaussian(sigma_e)``; the value's last axis holds the two
+    noisy sums.
+
+    ========  ============================================================================
+    Support   :math:`y \in \mathbb{R}^2`
+    Mean      :math:`n q (m,\ m^2 + \kappa_2)` (exact)
+    Variance  :math:`n q \hat\Sigma + n q (1-q)\hat\mu\hat\mu^T + \sigma_e^2 I` (exact)
+    ========  ============================================================================
+
+    Parameters
+    ----------
+    n, mu, sigma, lower, upper
+        As :func:`LaplaceNoisyTruncatedNormal`.
+    noise_sigma : tensor_like of float
+        Standard deviation :math:`\sigma_e > 0` of the Gaussian noise on each of the two
+        sums, one per release (batch shape) or one for all.
+    """
+
+    rv_type = TruncatedNormalSumGaussianRV
+    rv_op = TruncatedNormalSumGaussianRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("GaussianNoisyTruncatedNormal")
+
+    @classmethod
+    def dist(cls, n, mu, sigma, lower, upper, noise_sigma, **kwargs):
+        _validate_records(n, mu, sigma, lower, upper)
+        check_positive("noise sigma", noise_sigma)
+        params = {"n": n, "mu": mu, "sigma": sigma, "lower": lower, "upper": upper}
+        params["noise sigma"] = noise_sigma
+        _check_shape(params, kwargs)
+        return super().dist(list(params.values()), **kwargs)
+
+    def support_point(rv, size, n, mu, sigma, lower, upper, noise_sigma):
+        m1, m2, *_ = nmath.truncated_normal_sum_clt(n, mu, sigma, lower, upper)
+        m1, m2, *_ = pt.broadcast_arrays(m1, m2, noise_sigma)
+        point = pt.stack([m1, m2], axis=-1)
+        if not rv_size_is_none(size):
+            point = pt.full(pt.concatenate([size, [2]]), point)
+        return point
+
+    def logp(value, n, mu, sigma, lower, upper, noise_sigma):
+        _check_value_width(value, 2, "two noisy sums (sum x, sum x^2)")
+        _check_value_batch(
+            value, 1,
+            **{k: (v, 0) for k, v in {"n": n, "mu": mu, "sigma": sigma,
+                                      "noise sigma": noise_sigma}.items()},
+        )  # fmt: skip
+        finite, value = _finite_reports(value, 1)
+        ok = (n >= 0) & pt.eq(n, pt.floor(n)) & (sigma > 0) & (lower < upper) & (noise_sigma > 0)
+        # refused parameter sets are evaluated at harmless values (no NaN in the gradients)
+        safe = [
+            pt.switch(ok, v, h)
+            for v, h in ((n, 1.0), (mu, 0.0), (sigma, 1.0), (lower, -1.0), (upper, 1.0))
+        ]
+        res = nmath.truncated_normal_sum_gaussian_logp(
+            value, *safe, pt.switch(ok, noise_sigma, 1.0)
+        )
+        res = _ninf_where_not(finite, res)
+        res = check_parameters(
+            res,
+            *_all_finite(n, mu, sigma, lower, upper, noise_sigma),
+            n >= 0,
+            pt.eq(n, pt.floor(n)),
+            sigma > 0,
+            lower < upper,
+            noise_sigma > 0,
+            msg="n non-negative integer, sigma > 0, lower < upper, noise sigma > 0",
+        )
+        return _to_floatx(res)
+
+
 def LaplaceNoisyTruncatedNormal(
     name,
     n,
@@ -209,9 +350,10 @@ def LaplaceNoisyTruncatedNormal(
     sigma,
     lower,
     upper,
-    epsilon,
+    epsilon=None,
     sensitivity=None,
     *,
+    noise=None,
     observed=None,
     dims=None,
     shape=None,
@@ -291,29 +433,49 @@ def LaplaceNoisyTruncatedNormal(
     Variance  :math:`n q \hat\Sigma + n q (1-q)\hat\mu\hat\mu^T + 2\beta^2 I` (exact)
     ========  ============================================================================
 
+    **Gaussian noise** (``noise=noise.Gaussian(sigma_e)``: :math:`N(0, \sigma_e^2)` on each
+    sum instead of Laplace).  Two independent normal noises on the normal pair convolve in
+    closed form, :math:`y \sim N(n q\hat\mu,\ LL^T + \sigma_e^2 I)`, exact within the CLT
+    model: no latent is added (only the observed variable,
+    :class:`GaussianNoisyTruncatedNormal`), and
+    ``LaplaceNoisyTruncatedNormal.dist(n, mu, sigma, lower, upper, noise=noise.Gaussian(s))``
+    exists.  The variance row above then reads :math:`\ldots + \sigma_e^2 I`.
+
     This is a model-building helper, not a distribution class: call it inside a
     :class:`pymc.Model`; it creates the latent and the observed variable and returns the
-    latter (there is no ``.dist()``; the building block is
+    latter (there is no ``.dist()`` except with Gaussian noise; the building block is
     :class:`LaplaceNoisyTruncatedNormalGivenSum`).  Draws of the returned variable (prior and
-    posterior predictive) are new releases: records, truncation, sums, Laplace noise (memory
-    grows with ``n`` times the number of draws).
+    posterior predictive) are new releases: records, truncation, sums, Laplace (or Gaussian)
+    noise (memory grows with ``n`` times the number of draws).
 
     Parameters
     ----------
     name : str
-        Name of the released pairs; the latent is ``f"{name}_sum_z"``.
+        Name of the released pairs; the latent is ``f"{name}_sum_z"`` (none with Gaussian
+        noise).
     n : tensor_like of int
         Number of records behind each release, before truncation (public).
     mu, sigma : tensor_like of float
         Mean and standard deviation (> 0) of the records; broadcast over releases.
     lower, upper : tensor_like of float
         Declared truncation bounds, ``lower < upper`` (never computed from the data).
-    epsilon : tensor_like of float
-        Privacy budget of each pair, > 0.
+    epsilon : tensor_like of float, optional
+        Privacy budget of each pair, > 0 (Laplace noise of scale ``sensitivity / epsilon`` on
+        each sum).  Give exactly one of ``epsilon`` and ``noise``.
     sensitivity : tensor_like of float, optional
         L1 sensitivity of the pair; default the exact
         :func:`~pymc_dpnoise.mechanisms.truncated_normal_sum_sensitivity` of the bounds
-        (give the value the data holder used, e.g. ``release.sensitivity``).
+        (give the value the data holder used, e.g. ``release.sensitivity``).  Only with
+        ``epsilon``.
+    noise : pymc_dpnoise.noise.Laplace or pymc_dpnoise.noise.Gaussian, optional
+        The noise the release added to *each* of the two sums, instead of ``epsilon`` (one
+        parameter per release, or one for all; the same on both coordinates, as ``epsilon``
+        does: the pair has one L1 sensitivity).  ``Laplace(b)`` is the ``epsilon`` path with
+        scale :math:`b` on each sum (the budget at the default sensitivity, as for the other
+        truncated families; a release whose two sums got different scales is not this
+        mechanism).  ``Gaussian(sigma_e)`` gives the closed-form bivariate normal above, with
+        no latent.  The integer kinds are refused (the CLT pair has no lattice; see
+        :mod:`pymc_dpnoise.distributions.expfam`).
     observed : array_like, optional
         Released pairs, shape ``(*batch, 2)``.
     dims : tuple of str, optional
@@ -346,11 +508,21 @@ def LaplaceNoisyTruncatedNormal(
     True
     """
     pm.modelcontext(None)  # raises outside a model
-    sensitivity = _validate(n, mu, sigma, lower, upper, epsilon, sensitivity)
-    params = dict(
-        n=n, mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon,
-        sensitivity=sensitivity,
-    )  # fmt: skip
+    spec = _resolve_noise("LaplaceNoisyTruncatedNormal", epsilon, sensitivity, noise)
+    gaussian = spec is not None and spec.kind == "gaussian"
+    if gaussian:
+        _validate_records(n, mu, sigma, lower, upper)
+        noise_sigma = np.asarray(spec.param, dtype="float64")
+        params = dict(n=n, mu=mu, sigma=sigma, lower=lower, upper=upper)
+        params["noise sigma"] = noise_sigma
+    else:
+        if spec is not None:
+            epsilon, sensitivity = _laplace_budget(n, mu, sigma, lower, upper, spec.param)
+        sensitivity = _validate(n, mu, sigma, lower, upper, epsilon, sensitivity)
+        params = dict(
+            n=n, mu=mu, sigma=sigma, lower=lower, upper=upper, epsilon=epsilon,
+            sensitivity=sensitivity,
+        )  # fmt: skip
     out_shape = None
     if observed is not None:
         obs = constant_value(observed, f"{name}: observed")
@@ -373,21 +545,50 @@ def LaplaceNoisyTruncatedNormal(
                 f"got shape {out_shape}"
             )
         _batch_shape(params, out_shape)
+    args = [_f64(v) for v in (n, mu, sigma, lower, upper)]
     if dims is not None:
         dims_t = (dims,) if isinstance(dims, str) else tuple(dims)
-        z = pm.Normal(f"{name}_sum_z", 0.0, 1.0, dims=dims_t[:-1])
         obs_kwargs = dict(dims=dims_t)
     else:
-        z = pm.Normal(f"{name}_sum_z", 0.0, 1.0, shape=out_shape[:-1])
         obs_kwargs = dict(shape=out_shape)
-    args = [_f64(v) for v in (n, mu, sigma, lower, upper)]
+    if gaussian:  # a closed-form density: no latent
+        return GaussianNoisyTruncatedNormal(
+            name, *args, _f64(noise_sigma), observed=observed, **obs_kwargs
+        )
+    if dims is not None:
+        z = pm.Normal(f"{name}_sum_z", 0.0, 1.0, dims=dims_t[:-1])
+    else:
+        z = pm.Normal(f"{name}_sum_z", 0.0, 1.0, shape=out_shape[:-1])
     return LaplaceNoisyTruncatedNormalGivenSum(
         name, *args, z, _f64(epsilon), _f64(sensitivity), observed=observed, **obs_kwargs
     )
 
 
-def _truncated_normal_dist(*args, **kwargs):
-    """``LaplaceNoisyTruncatedNormal.dist``: refused with the reason (the helper needs a model)."""
+def _laplace_budget(n, mu, sigma, lower, upper, scale):
+    """``(epsilon, sensitivity)`` of a Laplace spec of scale ``scale`` on each sum: the budget
+    at the default (exact) sensitivity of the pair, as the other truncated families do."""
+    lo, hi = _validate_records(n, mu, sigma, lower, upper)
+    sens = truncated_normal_sum_sensitivity(
+        lower if lo is None else lo, upper if hi is None else hi
+    )
+    return sens / np.asarray(scale, dtype="float64"), sens
+
+
+def _gaussian_dist(n, mu, sigma, lower, upper, epsilon=None, sensitivity=None, *, noise, **kw):
+    spec = _resolve_noise("LaplaceNoisyTruncatedNormal.dist", epsilon, sensitivity, noise)
+    if spec.kind != "gaussian":
+        return None
+    return GaussianNoisyTruncatedNormal.dist(n, mu, sigma, lower, upper, spec.param, **kw)
+
+
+def _truncated_normal_dist(*args, noise=None, **kwargs):
+    """``LaplaceNoisyTruncatedNormal.dist``: with Gaussian noise the stand-alone distribution
+    (``dist(n, mu, sigma, lower, upper, noise=noise.Gaussian(sigma_e))``); otherwise refused
+    with the reason (the helper needs a model)."""
+    if noise is not None:
+        rv = _gaussian_dist(*args, noise=noise, **kwargs)  # refuses integer kinds, both, ...
+        if rv is not None:
+            return rv
     raise NotImplementedError(
         "LaplaceNoisyTruncatedNormal.dist: there is no stand-alone distribution. "
         "LaplaceNoisyTruncatedNormal is a model-building helper: the released pair (sum x, "
@@ -395,7 +596,9 @@ def _truncated_normal_dist(*args, **kwargs):
         "(`{name}_sum_z`) to the current model. Call it inside a pm.Model (pm.draw of the "
         "variable it returns, and the prior and posterior predictive, draw releases), or use "
         "LaplaceNoisyTruncatedNormalGivenSum.dist(n, mu, sigma, lower, upper, z, epsilon) with "
-        "your own latent z."
+        "your own latent z. (With noise=noise.Gaussian(sigma) there is a stand-alone "
+        "distribution: LaplaceNoisyTruncatedNormal.dist(n, mu, sigma, lower, upper, "
+        "noise=noise.Gaussian(sigma)).)"
     )
 
 

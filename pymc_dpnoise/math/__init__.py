@@ -72,6 +72,7 @@ from .expfam import (
 from .expfam_normal import (
     truncated_normal_moments,
     truncated_normal_sum_clt,
+    truncated_normal_sum_gaussian_logp,
     truncated_normal_sum_laplace_logp,
 )
 from .frequency import (

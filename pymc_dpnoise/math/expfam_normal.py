@@ -20,7 +20,11 @@ central moments :math:`\kappa_2, \kappa_3, \kappa_4` (:func:`truncated_normal_mo
   its covariance in closed form, written without cancellation;
 * :func:`truncated_normal_sum_laplace_logp`: the log density of the release given one
   standard-normal latent per release (the first coordinate of :math:`\hat s`, non-centred),
-  with the second coordinate integrated out exactly (normal--Laplace convolution).
+  with the second coordinate integrated out exactly (normal--Laplace convolution);
+* :func:`truncated_normal_sum_gaussian_logp`: the log density of the release when the noise
+  on each sum is Gaussian, :math:`N(0, \sigma^2)` instead of Laplace: the CLT normal plus the
+  noise is the bivariate normal :math:`N(m, LL^T + \sigma^2 I)`, exact within the CLT model
+  and with no latent.
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ from .expfam import normal_laplace_logp
 __all__ = [
     "truncated_normal_moments",
     "truncated_normal_sum_clt",
+    "truncated_normal_sum_gaussian_logp",
     "truncated_normal_sum_laplace_logp",
 ]
 
 _LOG2 = np.log(2.0)
 _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
+_LOG_2PI = np.log(2.0 * np.pi)
 # Gauss-Legendre rule for the truncated moments: 48 nodes integrate exp(-u) (polynomial
 # factors of degree <= 4) over the 40 e-folds kept below to ~1e-14 relative.
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(48)
@@ -239,3 +245,50 @@ def truncated_normal_sum_laplace_logp(value, z, n, mu, sigma, lower, upper, scal
     var2 = l22_sq + pt.sqr(1e-10 * scale)
     second = normal_laplace_logp(value[..., 1], m2 + l21 * z, var2, scale)
     return first + second
+
+
+def truncated_normal_sum_gaussian_logp(value, n, mu, sigma, lower, upper, noise_sigma):
+    r"""Log density of the released pair with Gaussian noise :math:`N(0, \sigma_e^2)` on each sum.
+
+    ``value[..., 0]`` and ``value[..., 1]`` are the noisy :math:`\sum x` and :math:`\sum x^2`;
+    ``noise_sigma`` (:math:`\sigma_e`, one per release) is the standard deviation of the
+    independent noise on each of the two sums.  Within the CLT model
+    :math:`\hat s \sim N(m, LL^T)` (:func:`truncated_normal_sum_clt`) the release is exactly
+
+    .. math::
+
+        y = \hat s + e,\quad e \sim N(0, \sigma_e^2 I)
+        \quad\Longrightarrow\quad y \sim N(m,\ C),\qquad C = LL^T + \sigma_e^2 I
+
+    (the convolution of two normals): no latent variable.  :math:`C` is factored in closed
+    form, :math:`C = GG^T`, :math:`G = \begin{pmatrix} g_{11} & 0 \\ g_{21} & g_{22}
+    \end{pmatrix}`, with every term of :math:`g_{22}^2` non-negative (no cancellation, also when
+    :math:`(x, x^2)` is almost collinear and :math:`l_{22} \ll l_{21}`):
+
+    .. math::
+
+        g_{11}^2 = l_{11}^2 + \sigma_e^2,\qquad
+        g_{21} = \frac{l_{11} l_{21}}{g_{11}},\qquad
+        g_{22}^2 = C_{22} - g_{21}^2 = l_{22}^2 + \sigma_e^2
+            + \frac{l_{21}^2\,\sigma_e^2}{l_{11}^2 + \sigma_e^2},
+
+    and, with :math:`r = y - m`, :math:`u_1 = r_1/g_{11}`, :math:`u_2 = (r_2 - g_{21}u_1)/g_{22}`,
+
+    .. math::
+
+        \log p(y) = -\log 2\pi - \log g_{11} - \log g_{22} - \tfrac12 (u_1^2 + u_2^2).
+
+    :math:`\sigma_e > 0` keeps :math:`C` positive definite also when no record can fall in
+    :math:`[a, b]` (:math:`L = 0`).  Only elementwise operations (C, Numba and JAX).
+    """
+    value, noise_sigma = _as_f64(value), _as_f64(noise_sigma)
+    m1, m2, l11, l21, l22_sq = _clt(n, mu, sigma, lower, upper)
+    s2 = pt.sqr(noise_sigma)
+    l11_sq = pt.sqr(l11)
+    g11_sq = l11_sq + s2
+    g11 = pt.sqrt(g11_sq)
+    g21 = l11 * l21 / g11
+    g22_sq = pt.maximum(l22_sq, 0.0) + s2 + pt.sqr(l21) * s2 / g11_sq
+    u1 = (value[..., 0] - m1) / g11
+    u2 = (value[..., 1] - m2 - g21 * u1) / pt.sqrt(g22_sq)
+    return -_LOG_2PI - 0.5 * (pt.log(g11_sq) + pt.log(g22_sq) + pt.sqr(u1) + pt.sqr(u2))
