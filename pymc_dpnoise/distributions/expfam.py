@@ -8,7 +8,9 @@ r"""Noise-aware distributions for Bernstein & Sheldon's exponential-family relea
   integrates (a model-building helper: it adds the latent and the observed variable to the
   current model).
 
-**Other noise** (``noise=``, a spec of :mod:`pymc_dpnoise.noise`, instead of ``epsilon``):
+**Other noise** (``noise=``, a spec of :mod:`pymc_dpnoise.noise`, instead of ``epsilon``; the
+same for :func:`~pymc_dpnoise.LaplaceNoisyTruncatedNormal`, see
+:mod:`pymc_dpnoise.distributions.expfam_normal`):
 
 * :class:`~pymc_dpnoise.noise.Laplace` is today's path (scale ``sensitivity / epsilon``);
 * :class:`~pymc_dpnoise.noise.Gaussian` is exact within the same CLT model, with no latent:
