@@ -128,7 +128,26 @@ def _check_grid(family, kind, params_list, noise_levels, atol=1e-8, rtol=1e-13):
 @pytest.mark.parametrize("family", ["binomial", "poisson"])
 def test_logp_matches_brute_force(family, kind):
     params = BINOMIAL_DEFAULT if family == "binomial" else POISSON_DEFAULT
-    _, f, args, got, grad = _check_grid(family, kind, params, NOISE_DEFAULT)
+    _check_grid_and_gradient(family, kind, params, NOISE_DEFAULT)
+
+
+#: noise 500: the Gaussian kinds' static window would exceed 2,500 terms, so the pmf / pdf is
+#: the hybrid sum (ncm._hybrid_sum): the exact window where the count is near an end of its
+#: support (Poisson mean 3; far releases), trapezoid nodes elsewhere (mean 1e5, n = 1e5)
+HYBRID_BINOMIAL = [(1e5, 1e-4), (1e5, 0.3), (1e5, 1 - 1e-9)]
+HYBRID_POISSON = [(3.0,), (2e3,), (1e5,)]
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "discrete_gaussian"])
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_hybrid_sum_matches_brute_force(family, kind):
+    assert ncm.window_half_width(500.0, 4.0 / 1e5) > ncm.HYBRID_MIN_HALF
+    params = HYBRID_BINOMIAL if family == "binomial" else HYBRID_POISSON
+    _check_grid_and_gradient(family, kind, params, (500.0,))
+
+
+def _check_grid_and_gradient(family, kind, params, noise_levels):
+    _, f, args, got, grad = _check_grid(family, kind, params, noise_levels)
     # gradient w.r.t. p / mu against central differences (relative step), where the value is
     # finite and p is away from 0 and 1 (there a step of 1e-6 p leaves the parameter space)
     y, c1, t, lo, hi = args
@@ -211,6 +230,34 @@ def test_degenerate_counts_are_the_noise_alone():
 # --------------------------------------------------------------------------------------------
 # Noise specs
 # --------------------------------------------------------------------------------------------
+
+
+def _dg_tail_reference(j, sigma):
+    """log sum_{i <= j} exp(-i^2 / 2 sigma^2) term by term in long double, until negligible."""
+    s = np.longdouble(sigma)
+    aj = np.longdouble(-j)
+    m = int(min(60 * sigma + 200, 60 * sigma * sigma / max(-j, 1) + 400))
+    i = np.arange(m, dtype=np.longdouble)
+    return float(-(aj**2) / (2 * s * s) + np.log(np.sum(np.exp(-(2 * aj * i + i * i) / (2 * s * s)))))
+
+
+def test_discrete_gaussian_tail_is_exact_and_concave():
+    """log_dg_tail (direct sums / Euler-Maclaurin) against long-double sums over every term,
+    sigma 0.05 to 1e4, j from -1 to -1e9; and the curvature the CDF windows rely on: second
+    differences of log T(j) at most -0.63 / sigma^2."""
+    from pymc_dpnoise.math.noise import log_dg_tail
+
+    j = pt.dvector("j")
+    js = -np.unique(np.round(np.geomspace(1.0, 1e9, 120)))
+    for sigma in (0.05, 1.0, 7.9, 8.0, 64.0, 1e3, 1e4):
+        f = pytensor.function([j], log_dg_tail(j, pt.constant(np.float64(sigma)), sigma))
+        got = f(js)
+        ref = np.array([_dg_tail_reference(v, sigma) for v in js])
+        np.testing.assert_allclose(got, ref, rtol=4e-15, atol=4e-15, err_msg=f"sigma={sigma}")
+        near = -np.arange(1.0, 40 * sigma + 4)
+        t = f(near)
+        second = t[:-2] - 2 * t[1:-1] + t[2:]
+        assert second.max() * sigma**2 <= -0.63, (sigma, second.max() * sigma**2)
 
 
 @pytest.mark.parametrize("kind", KINDS)

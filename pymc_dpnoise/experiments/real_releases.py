@@ -21,15 +21,9 @@ own group), the number of people with income above 50K plus discrete Gaussian no
     type gives), fitted with ``NoisyBinomial(..., lower=0)``, which puts the clamped mass on
     the atom at 0.
 
-Two implementations of the same likelihood: ``likelihood="noisy_binomial"`` is
-``pmd.NoisyBinomial`` itself.  The committed fits and SBC were run (while the package's
-Gaussian-kind gradient failed inside a model, fixed since) with :func:`window_logp`, kept as
-an independent check of the package.  :func:`window_logp` is the same window sum over the latent count (argmax by bisection
-on the closed-form forward difference, half-width :math:`W = \lceil\sqrt{92}\,\sigma\rceil + 2`,
-and, at the censoring atom, :math:`P(z = 0) = \sum_s P(S = s)\,P(N \le -s)` around its own
-argmax), with the bisection unrolled instead of a ``scan``: about 6x cheaper per gradient
-(0.14 ms) and equal to ``NoisyBinomial``'s logp and gradient to 1e-10 relative, with and
-without censoring, far from the data too (``tests/test_experiments_real_releases.py``).
+The likelihood of the fits and of the SBC is ``pmd.NoisyBinomial`` itself (an independent
+window-sum implementation in ``tests/real_releases_reference.py`` checks it to 1e-10, with and
+without censoring, far from the data too).
 
 Run from the command line (results in ``results/real_releases``)::
 
@@ -49,7 +43,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.special import logsumexp
 
 from ..diagnostics import (
     DEFAULT_LEVELS,
@@ -77,7 +70,6 @@ __all__ = [
     "plot_intervals",
     "plot_shrinkage",
     "run_coverage",
-    "window_logp",
 ]
 
 #: the three analyses of the notebook
@@ -182,113 +174,6 @@ def opendp_release(counts, rho: float):
 # --------------------------------------------------------------------------------------------
 
 
-def _half_width(sigma: float) -> int:
-    from ..noise import TAIL_NATS
-
-    return math.ceil(math.sqrt(2.0 * TAIL_NATS) * sigma) + 2
-
-
-def _log_le_neg_table(sigma: float, s_max: int) -> np.ndarray:
-    r""":math:`\log P(N \le -s)`, :math:`s = 0..s_{max}`, of the discrete Gaussian (exact sums)."""
-    from ..noise import TAIL_NATS
-
-    far = s_max + math.ceil(math.sqrt(2.0 * TAIL_NATS) * sigma) + 10
-    k = np.arange(-far, 1, dtype="float64")  # -far .. 0
-    ks = np.arange(-far, far + 1, dtype="float64")
-    log_z = logsumexp(-(ks**2) / (2.0 * sigma**2))
-    log_cdf = np.logaddexp.accumulate(-(k**2) / (2.0 * sigma**2)) - log_z  # log P(N <= k)
-    return log_cdf[::-1][: s_max + 1]  # index s -> k = -s
-
-
-def _window_sum(n, eta, logit_p, a, b, w, iters, noise_diff, noise_term):
-    """log sum_s Binomial(s | n, p) exp(noise_term(s)) over the window |s - c| <= w around the
-    argmax c in [a, b], found by an unrolled bisection on the forward difference."""
-    import pytensor.tensor as pt
-    from pymc.math import logsumexp as pt_logsumexp
-    from pytensor.gradient import disconnected_grad
-
-    for _ in range(iters):
-        mid = pt.floor(0.5 * (a + b))
-        diff = pt.log(pt.maximum(n - mid, 0.5)) - pt.log(mid + 1.0) + eta + noise_diff(mid)
-        go = (mid < b) & (diff >= 0.0)
-        a, b = pt.switch(go, mid + 1.0, a), pt.switch(go, b, mid)
-    c = disconnected_grad(a)
-    s = c[:, None] + np.arange(-w, w + 1, dtype="float64")[None, :]
-    nn, lp = n[:, None], logit_p[:, None]
-    valid = (s >= 0.0) & (s <= nn)
-    sc = pt.clip(s, 0.0, nn)
-    log_choose = pt.gammaln(nn + 1.0) - pt.gammaln(sc + 1.0) - pt.gammaln(nn - sc + 1.0)
-    log_binom = log_choose - sc * pt.softplus(-lp) - (nn - sc) * pt.softplus(lp)
-    return pt_logsumexp(pt.switch(valid, log_binom + noise_term(sc), -np.inf), axis=1)
-
-
-def window_logp(y, n, logit_p, sigma: float, lower=None):
-    r"""Log likelihood of releases ``y`` = clamp(Binomial(n, p) + discrete Gaussian(sigma),
-    lower), one value per group, as a window sum over the latent count without a ``scan``.
-
-    ``y`` (integer release, may be symbolic: ``pm.Data``), ``n`` (constant sizes) and
-    ``logit_p`` (symbolic) broadcast to one vector; ``lower`` is ``None`` or ``0``.  The
-    summand :math:`f(s) = \log \mathrm{Binomial}(s \mid n, p) + \log P(N = y - s)` is
-    concave with second differences below :math:`-1/\sigma^2`; its argmax (between the
-    binomial mode and ``y``) is found by a bisection on the sign of the closed-form forward
-    difference, unrolled for :math:`\lceil\log_2(\max n + 2)\rceil + 1` steps, and the sum
-    runs over :math:`|s - c| \le W`, :math:`W = \lceil\sqrt{92}\,\sigma\rceil + 2`, which
-    leaves out less than :math:`e^{-46}` of the largest term's mass (the bound of
-    :mod:`pymc_dpnoise.math.noisy_counts`).  At the atom of ``lower=0`` the summand is
-    :math:`\log \mathrm{Binomial}(s) + \log P(N \le -s)` (argmax between 0 and the mode),
-    :math:`\log P(N \le -s)` read from an exact table.  The same construction as
-    ``NoisyBinomial``'s, with the bisection unrolled (module docstring).
-    """
-    import pytensor.tensor as pt
-    from pytensor.gradient import disconnected_grad
-
-    from ..math.noise import log_z_discrete_gaussian
-
-    if lower not in (None, 0):
-        raise ValueError("`lower` must be None or 0")
-    sigma = float(sigma)
-    n_np = np.asarray(n, dtype="float64")
-    w = _half_width(sigma)
-    iters = math.ceil(math.log2(float(n_np.max()) + 2.0)) + 1
-    y = pt.cast(pt.as_tensor_variable(y), "float64")
-    n = pt.as_tensor_variable(n_np)
-    y, n, logit_p = pt.broadcast_arrays(y, n, pt.as_tensor_variable(logit_p))
-    eta = disconnected_grad(logit_p)
-    mode = pt.clip(pt.floor((n + 1.0) * pt.sigmoid(eta)), 0.0, n)
-    log_z = log_z_discrete_gaussian(sigma)
-    yy = y[:, None]
-    inner = _window_sum(
-        n,
-        eta,
-        logit_p,
-        pt.clip(pt.minimum(mode, pt.floor(y)), 0.0, n),
-        pt.clip(pt.maximum(mode, pt.ceil(y)), 0.0, n),
-        w,
-        iters,
-        lambda s: (2.0 * (y - s) - 1.0) / (2.0 * sigma**2),
-        lambda s: -((yy - s) ** 2) / (2.0 * sigma**2) - log_z,
-    )
-    if lower is None:
-        return inner
-    table = pt.as_tensor_variable(_log_le_neg_table(sigma, int(n_np.max()) + 1))
-
-    def lc(s):
-        return table[pt.cast(s, "int64")]
-
-    atom = _window_sum(
-        n,
-        eta,
-        logit_p,
-        pt.zeros_like(mode),
-        mode,
-        w,
-        iters,
-        lambda s: lc(s + 1.0) - lc(s),
-        lc,
-    )
-    return pt.switch(pt.lt(y, 0.0), -np.inf, pt.switch(pt.eq(y, 0.0), atom, inner))
-
-
 def noisy_binomial(name, n, p, spec, *, lower=None, observed=None):
     """``pmd.NoisyBinomial(name, n=n, p=p, noise=spec, lower=lower, observed=observed)``."""
     from ..distributions.noisy_counts import NoisyBinomial
@@ -314,12 +199,12 @@ def model_data(release, n, model: str) -> np.ndarray:
     raise ValueError(f"`model` must be one of {MODELS}; got {model!r}")
 
 
-def build_model(n, release, spec, model: str = "noise-aware", *, likelihood: str = "window"):
+def build_model(n, release, spec, model: str = "noise-aware"):
     """The hierarchical model of one release (``release`` is the *raw* release; the model's
     view of it is :func:`model_data`, stored in ``pm.Data("reports")``).
 
-    ``likelihood="window"`` uses :func:`window_logp` (fast; SBC), ``"noisy_binomial"`` uses
-    :class:`pymc_dpnoise.NoisyBinomial`'s own logp through :func:`noisy_binomial`.
+    The noise-aware and censored likelihoods are :class:`pymc_dpnoise.NoisyBinomial` (through
+    :func:`noisy_binomial`).
     """
     import pymc as pm
 
@@ -337,12 +222,7 @@ def build_model(n, release, spec, model: str = "noise-aware", *, likelihood: str
             pm.Binomial("y", n=n, logit_p=eta, observed=y, dims="group")
         else:
             lower = 0 if model == "censored" else None
-            if likelihood == "window":
-                pm.Potential("y", window_logp(y, n, eta, spec.param, lower=lower).sum())
-            elif likelihood == "noisy_binomial":
-                noisy_binomial("y", n, p, spec, lower=lower, observed=y)
-            else:
-                raise ValueError("`likelihood` must be 'window' or 'noisy_binomial'")
+            noisy_binomial("y", n, p, spec, lower=lower, observed=y)
     return m
 
 
@@ -402,7 +282,16 @@ def sbc_problem(model: str = "noise-aware", rho: float = 0.05) -> SmallAreaSBC:
 
 
 def _sbc_path(cache_dir, model, rho, cfg, replicates, seed) -> tuple[Path, str]:
-    key = dict(model=model, rho=rho, R=replicates, draws=cfg["draws"], tune=cfg["tune"], seed=seed)
+    key = dict(
+        model=model,
+        rho=rho,
+        R=replicates,
+        draws=cfg["draws"],
+        tune=cfg["tune"],
+        seed=seed,
+    )
+    if model != "naive":
+        key["likelihood"] = "NoisyBinomial"  # the committed runs before used a window copy
     name = f"sbc_{model}_rho{rho:g}_R{replicates}.npz"
     return Path(cache_dir) / name, json.dumps(key, sort_keys=True)
 
@@ -553,7 +442,6 @@ def fit_release(
     draws,
     tune,
     seed=1,
-    likelihood="window",
     models=MODELS,
     chains=2,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -563,9 +451,7 @@ def fit_release(
     knows), ``release``, the posterior mean and 90% interval of ``p`` and whether it covers
     the truth; the fit info per model: seconds, divergences, worst R-hat, posterior of mu,
     tau.  Sampler: PyMC's NUTS on the C backend (compiles in seconds, where Numba takes a
-    minute).  ``likelihood="window"`` (default) is :func:`window_logp`, equal to
-    ``NoisyBinomial``'s logp to 1e-10; ``"noisy_binomial"`` runs ``NoisyBinomial``'s own graph
-    (through :func:`noisy_binomial`), several times slower per gradient.
+    minute).
     """
     import pymc as pm
 
@@ -575,7 +461,7 @@ def fit_release(
     rows, info = [], []
     for model in models:
         t0 = time.perf_counter()
-        m = build_model(n, release, spec, model, likelihood=likelihood)
+        m = build_model(n, release, spec, model)
         idata = pm.sample(
             draws=draws,
             tune=tune,

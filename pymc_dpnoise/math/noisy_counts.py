@@ -56,10 +56,17 @@ bisection on the sign of the closed-form forward difference
 :math:`f(s+1) - f(s) = \log\frac{P(s+1)}{P(s)} + \frac{2(y-s)-1}{2\sigma^2}`, which is
 non-increasing.  The window is static (sized when the graph is built, from the constant
 ``sigma`` and, for the binomial, ``n``), its position moves with the parameters; when it
-would be wider than the binomial's support the whole support :math:`0..n` is summed.  The cost
-of one release therefore depends on :math:`\sigma` (and on :math:`n` only through the cap
-:math:`\min(n + 1, 2W + 1)`), never grows with :math:`n` beyond that cap, and the result is
-exact to rounding.
+would be wider than the binomial's support the whole support :math:`0..n` is summed.  Where
+the window would exceed 2,501 terms (:math:`\sigma \gtrsim 130` and :math:`n \gtrsim 2 \cdot
+10^5`), the pmf / pdf is :func:`_hybrid_sum` instead: per release the exact window of 1,001
+terms where the count sits near an end of its support (a curvature bound proves it holds the
+mass), else 81 trapezoidal nodes on the summand continued to real :math:`s` (where both the
+noise and the count are wider than 26, so that the lattice sum equals the integral and the
+trapezoidal rule is exact to far below rounding).  The cost of one release therefore depends
+on :math:`\sigma` through the window up to that size and not at all on :math:`n` beyond it,
+and the result is exact to rounding (checked against brute force at noise 500 in the default
+tests, 1e4 and :math:`n = 10^8` in the ``slow`` ones).  The clamp atoms (the CDFs below) keep
+their windows: at most :math:`\approx 24\sigma + 5` terms, bounded in :math:`n`.
 
 CDFs (needed for the clamp atoms).  Continuous Gaussian: split at :math:`k = \lfloor m\rfloor`,
 
@@ -71,11 +78,17 @@ CDFs (needed for the clamp atoms).  Continuous Gaussian: split at :math:`k = \lf
 each correction at most half of the mass on its side.  :math:`\log\bar\Phi(x)` for
 :math:`x \ge 0` (and :math:`\log\Phi(x)`, :math:`x \le 0`) has second derivative in
 :math:`[-1, -2/\pi]`, so each correction is again a window sum with
-:math:`\kappa \ge 0.63/\sigma^2`.  Discrete Gaussian: over the noise value :math:`j`,
-:math:`P(Y \le m) = \sum_j P(N = j) F_S(m - j)` and :math:`P(Y > m) = \sum_j P(N=j)\,(1 -
-F_S(m - j))`, both sums of positive terms whose summands are log-concave with
-:math:`\kappa = 1/\sigma^2` (CDFs and survival functions of log-concave pmfs are log-concave),
-with the binomial and Poisson CDFs in closed form (:mod:`pymc_dpnoise.math._special`).
+:math:`\kappa \ge 0.63/\sigma^2`.  Discrete Gaussian at an integer :math:`m`: the same split
+with :math:`P(N > m - s)` for :math:`s \le m` and :math:`P(N \le m - s)` for :math:`s > m`,
+both lower tails :math:`T(j)/Z`, :math:`j \le -1`, of the noise
+(:func:`~pymc_dpnoise.math.noise.log_dg_tail`: a direct sum of at most 96 terms or an
+Euler-Maclaurin form, exact to rounding, :math:`O(1)` in :math:`\sigma`).  :math:`j \mapsto
+\log T(j)` is concave (the CDF of a log-concave pmf) with second differences at most
+:math:`-2/(\pi\sigma^2)` (the continuous bound, approached from below as :math:`\sigma`
+grows: :math:`-0.64/\sigma^2` at :math:`\sigma = 64`, :math:`-0.92/\sigma^2` at
+:math:`\sigma = 1`, computed), so the windows of the continuous case hold the mass.  The cost
+of a clamp atom is thus that of one release, where summing over the noise value costs
+:math:`O(\sigma)` binomial CDFs.
 
 Clamping
 --------
@@ -108,6 +121,7 @@ from ._laplace_cdf import split_log_cdfs
 from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
 from .noise import (
     TAIL_NATS,
+    log_dg_tail,
     log_ndtr,
     log_sinh,
     log_tanh,
@@ -130,15 +144,11 @@ DISCRETE = {"discrete_laplace", "rounded_laplace", "discrete_gaussian"}
 _LOG2 = np.float64(math.log(2.0))
 _TINY = np.float64(-1e-300)
 _HUGE = np.float64(1e300)
-_BIG = np.float64(2.0**62)
 _LOG_SQRT_2PI = np.float64(0.5 * math.log(2.0 * math.pi))
 #: largest window (terms per release) of the Gaussian-noise sums: sigma up to ~1.5e5
 MAX_WINDOW = 3_000_001
 #: bisection bound when the count has no static upper end (Poisson, or a symbolic n)
 _MAX_ITERS = 64
-#: the Poisson's effective upper end: beyond mode + 60 sqrt(mode + 1) + 200 its survival
-#: function is below e^{-1000}
-_POISSON_REACH = (60.0, 200.0)
 
 
 def _f64(x):
@@ -193,8 +203,12 @@ class _Binomial:
     def mode(self):
         return pt.clip(pt.floor((self.n + 1.0) * pt.sigmoid(self.lq)), 0.0, self.n)
 
-    def reach(self):  # every s above this has P(S > s) = 0
-        return self.n
+    def curvature_bound(self, c, w):  # min of -second differences of log P on |s - c| <= w
+        return 1.0 / (c + w + 1.0) + 1.0 / (self.n - c + w + 1.0)
+
+    def local_curvature(self, c):  # -second difference of log P at c (1 <= c <= n - 1)
+        cc = pt.clip(c, 1.0, pt.maximum(self.n - 1.0, 1.0))
+        return pt.log1p(1.0 / cc) + pt.log1p(1.0 / pt.maximum(self.n - cc, 1.0))
 
     def log_cdf(self, j):
         jc = pt.clip(j, 0.0, self.n)
@@ -256,10 +270,11 @@ class _Poisson:
     def mode(self):
         return pt.floor(pt.exp(pt.minimum(self.lmu, 60.0)))
 
-    def reach(self):
-        m = self.mode()
-        a, b = _POISSON_REACH
-        return m + a * pt.sqrt(m + 1.0) + b
+    def curvature_bound(self, c, w):  # min of -second differences of log P on |s - c| <= w
+        return 1.0 / (c + w + 1.0)
+
+    def local_curvature(self, c):  # -second difference of log P at c >= 1
+        return pt.log1p(1.0 / pt.maximum(c, 1.0))
 
     def log_cdf(self, j):
         jc = pt.maximum(j, 0.0)
@@ -372,16 +387,73 @@ def _full_support(term, n_max, hi):
     return _lse(vals)
 
 
-def _s_side_sum(fam, term, diff, a, b, lo, hi, sigma_max, value, sigma, kappa_factor=1.0):
+def _s_side_sum(
+    fam, term, diff, a, b, lo, hi, sigma_max, value, sigma, kappa_factor=1.0, coarse=False
+):
     """Window sum over the count value s of a summand with the given forward difference,
-    argmax in [a, b]; the whole support when the window would be wider than it."""
+    argmax in [a, b]; the whole support when the window would be wider than it.
+
+    ``coarse=True`` (a summand smooth in a real s, untruncated inside the support: the
+    Gaussian kinds' pmf / pdf): where the window would exceed ``2 * HYBRID_MIN_HALF + 1``
+    terms, :func:`_hybrid_sum` instead (cost independent of n)."""
     width = window_half_width(sigma_max, fam.curvature, kappa_factor)
     if fam.n_max is not None and fam.n_max + 1 <= 2 * width + 1:
         return _full_support(
             lambda s: pt.switch((s >= _e(lo)) & (s <= _e(hi)), term(s), -np.inf), fam.n_max, fam.hi
         )
     c = _argmax(diff, a, b, fam.iters, fam, value, sigma)
+    if coarse and width > HYBRID_MIN_HALF:
+        return _hybrid_sum(fam, term, c, sigma)
     return _window(term, c, lo, hi, width)
+
+
+#: the Gaussian kinds' pmf / pdf switch to :func:`_hybrid_sum` above this static half-width
+HYBRID_MIN_HALF = 1250
+#: half-width of the exact window of :func:`_hybrid_sum`, and its coarse nodes per side
+HYBRID_UNIT_HALF = 500
+HYBRID_COARSE_HALF = 40
+
+
+def _hybrid_sum(fam, term, c, sigma):
+    r"""``log sum_s exp(term(s))`` over the support, for a summand :math:`f(s) = \log P(s) +
+    \log g(y - s)` (binomial or Poisson pmf times a Gaussian), at a cost independent of
+    :math:`n` and :math:`\sigma`: per release, one of
+
+    * (A) the exact window :math:`|s - c| \le U` (:math:`U` = ``HYBRID_UNIT_HALF``), which holds
+      the mass wherever the summand's curvature on it is at least
+      :math:`\kappa_A = 1/\sigma^2 + 1/(c + U + 1) + 1/(n - c + U + 1)` (binomial second
+      differences are :math:`-\log(1 + 1/s) - \log(1 + 1/(n - s)) \le -1/(s + 1) -
+      1/(n - s + 1)`; Poisson without the second term) and :math:`\kappa_A U (U - 1)/2 \ge 50`
+      (the bound of the module docstring: concavity carries the edge's slope beyond it);
+    * (B) otherwise, the trapezoidal rule on the summand continued to real :math:`s`
+      (:math:`1/\Gamma` is entire): nodes :math:`c + i h`, :math:`|i| \le 40`,
+      :math:`h = s_c / 3`, :math:`s_c = (-\Delta^2 f(c))^{-1/2}`, and
+      :math:`\sum_s e^{f(s)} \approx h \sum_i e^{f(c + i h)}`.  Where (A) fails,
+      :math:`\sigma > 50` and the mode is more than 1,999 from both ends of the support, so
+      :math:`s_c \ge 26` and the mode is at least :math:`\sqrt{1999} \approx 45` widths
+      from the ends: the summand is analytic and Gaussian-like in a strip of half-width
+      :math:`\gg s_c` around the real axis, and both the lattice sum's departure from the
+      integral (:math:`\sim e^{-2\pi\tau + \tau^2/2 s_c^2}`) and the trapezoidal error
+      (:math:`\sim e^{-2\pi\tau/h + \tau^2/2 s_c^2}`) are far below :math:`10^{-16}` at
+      :math:`\tau \approx 6\pi s_c`; the nodes reach :math:`\pm 13 s_c`, beyond which the
+      summand (its curvature there at least 0.73 of :math:`c`'s) holds less than
+      :math:`e^{-60}`.  Checked against brute-force sums in ``tests/test_noisy_counts.py``.
+    """
+    u = float(HYBRID_UNIT_HALF)
+    lo, hi = fam.lo, fam.hi
+    unit = _window(term, c, lo, hi, HYBRID_UNIT_HALF)
+    inv_s2 = 1.0 / (_f64(sigma) ** 2)
+    kappa_a = inv_s2 + fam.curvature_bound(c, u)
+    use_unit = kappa_a * u * (u - 1.0) >= 100.0
+    kappa_c = disconnected_grad(inv_s2 + fam.local_curvature(c))
+    h = 1.0 / (3.0 * pt.sqrt(kappa_c))
+    off = pt.arange(-HYBRID_COARSE_HALF, HYBRID_COARSE_HALF + 1, dtype="float64")
+    x = _e(c) + _e(h) * off
+    lo_e, hi_e = _e(lo), _e(hi)
+    valid = (x >= lo_e) & (x <= hi_e)
+    vals = pt.switch(valid, term(pt.clip(x, lo_e, hi_e)), -np.inf)
+    coarse = pt.log(h) + _lse(vals)
+    return pt.switch(use_unit, unit, coarse)
 
 
 def _sigma_max(sigma):
@@ -420,7 +492,7 @@ def _gauss_logp(fam, y, sigma, kind):
     mode = fam.mode()
     a = pt.clip(pt.minimum(mode, pt.floor(y)), fam.lo, fam.hi)
     b = pt.clip(pt.maximum(mode, pt.ceil(y)), fam.lo, fam.hi)
-    return _s_side_sum(fam, term, diff, a, b, fam.lo, fam.hi, sigma_max, y, sigma)
+    return _s_side_sum(fam, term, diff, a, b, fam.lo, fam.hi, sigma_max, y, sigma, coarse=True)
 
 
 def _laplace_kind_logp(fam, y, b, kind):
@@ -455,37 +527,54 @@ def _logp(fam, y, kind, param):
     return res
 
 
-def _gauss_split_log_cdfs(fam, m, sigma):
-    """Continuous Gaussian noise: (log P(Y <= m), log P(Y > m)) by the split of the module docstring."""
+def _gauss_split_log_cdfs(fam, m, sigma, kind):
+    """Gaussian kinds: (log P(Y <= m), log P(Y > m)) by the split of the module docstring
+    (for the discrete Gaussian at the integer ``floor(m)``)."""
     sigma_max = _sigma_max(sigma)
+    if kind == "discrete_gaussian":
+        m = pt.floor(_f64(m))
+
+        def log_above(d, sigma):  # log P(N > d), integer d >= 0
+            return log_dg_tail(-d - 1.0, sigma, sigma_max) - log_z_discrete_gaussian(sigma)
+
+        def log_below(d, sigma):  # log P(N <= d), integer d <= -1
+            return log_dg_tail(d, sigma, sigma_max) - log_z_discrete_gaussian(sigma)
+    else:
+
+        def log_above(d, sigma):
+            return log_ndtr(-d / sigma)
+
+        def log_below(d, sigma):
+            return log_ndtr(d / sigma)
+
     m = pt.broadcast_arrays(m, fam.lo, sigma)[0]
     k = pt.floor(m)
     ef, em, es = fam.expand(), _e(m), _e(sigma)
     mode = fam.mode()
     lo, hi = fam.lo, fam.hi
 
-    # below: s <= k, summand P(s) Q((m - s)/sigma)
+    # below: s <= k, summand P(s) P(N > m - s)
     has_below = k >= lo
     hi_c = pt.clip(k, lo, hi)
 
     def term_c(s):
-        return ef.log_pmf(s) + log_ndtr(-(em - s) / es)
+        return ef.log_pmf(s) + log_above(em - s, es)
 
     def diff_c(s, f, m, sigma):
-        return f.log_ratio(s) + log_ndtr(-(m - s - 1.0) / sigma) - log_ndtr(-(m - s) / sigma)
+        return f.log_ratio(s) + log_above(m - s - 1.0, sigma) - log_above(m - s, sigma)
 
     a_c = pt.clip(pt.minimum(mode, hi_c), lo, hi_c)
     log_c = _s_side_sum(fam, term_c, diff_c, a_c, hi_c, lo, hi_c, sigma_max, m, sigma, 0.63)
 
-    # above: s > k, summand P(s) Phi((m - s)/sigma)
+    # above: s > k, summand P(s) P(N <= m - s)
     has_above = k + 1.0 <= hi
     lo_b = pt.clip(k + 1.0, lo, hi)
 
     def term_b(s):
-        return ef.log_pmf(s) + log_ndtr((em - s) / es)
+        return ef.log_pmf(s) + log_below(em - s, es)
 
     def diff_b(s, f, m, sigma):
-        return f.log_ratio(s) + log_ndtr((m - s - 1.0) / sigma) - log_ndtr((m - s) / sigma)
+        return f.log_ratio(s) + log_below(m - s - 1.0, sigma) - log_below(m - s, sigma)
 
     b_b = pt.clip(pt.maximum(mode, lo_b), lo_b, hi)
     log_b = _s_side_sum(fam, term_b, diff_b, lo_b, b_b, lo_b, hi, sigma_max, m, sigma, 0.63)
@@ -504,56 +593,6 @@ def _gauss_split_log_cdfs(fam, m, sigma):
     )
 
 
-def _dg_log_cdfs(fam, m, sigma):
-    """Discrete Gaussian noise at an integer m: both tails as sums over the noise value."""
-    sigma_max = _sigma_max(sigma)
-    m_known = known_value(m)
-    m = pt.broadcast_arrays(pt.floor(_f64(m)), fam.lo, sigma)[0]
-    width = window_half_width(sigma_max)
-    ef, em, es = fam.expand(), _e(m), _e(sigma)
-    log_z = log_z_discrete_gaussian(es)
-    reach = fam.reach()
-    big = pt.full_like(m, _BIG)
-
-    def noise_step(j, sigma):  # log P_N(j+1) - log P_N(j)
-        return -(2.0 * j + 1.0) / (2.0 * sigma**2)
-
-    # log P(Y <= m) = log sum_{j <= m} P_N(j) F_S(m - j)
-    def term_lo(j):
-        return -0.5 * (j / es) ** 2 - log_z + ef.log_cdf(em - j)
-
-    def diff_lo(j, f, m, sigma):
-        return noise_step(j, sigma) + f.log_cdf(m - j - 1.0) - f.log_cdf(m - j)
-
-    b_lo = pt.minimum(0.0, m)
-    a_lo = pt.minimum(pt.maximum(m - reach, -big), b_lo)
-    iters = _cdf_iters(fam, m_known)
-    c_lo = _argmax(diff_lo, a_lo, b_lo, iters, fam, m, sigma)
-    logcdf = _window(term_lo, c_lo, -big, m, width)
-
-    # log P(Y > m) = log sum_{j > m - reach} P_N(j) (1 - F_S(m - j))
-    def term_hi(j):
-        return -0.5 * (j / es) ** 2 - log_z + ef.log_sf(em - j)
-
-    def diff_hi(j, f, m, sigma):
-        return noise_step(j, sigma) + f.log_sf(m - j - 1.0) - f.log_sf(m - j)
-
-    a_hi = pt.maximum(0.0, m - reach + 1.0)
-    b_hi = pt.maximum(pt.minimum(m + 1.0, big), a_hi)
-    c_hi = _argmax(diff_hi, a_hi, b_hi, iters, fam, m, sigma)
-    logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width)
-    return pt.minimum(logcdf, 0.0), pt.minimum(logccdf, 0.0)
-
-
-def _cdf_iters(fam, m_known):
-    """Bisection steps of the discrete-Gaussian CDF sums: their brackets are at most
-    n + |m| + 1 wide (binomial with a static n and a constant m, e.g. a clamp bound)."""
-    if fam.n_max is None or m_known is None:
-        return _MAX_ITERS
-    width = fam.n_max + float(np.max(np.abs(m_known), initial=0.0)) + 2.0
-    return min(_MAX_ITERS, math.ceil(math.log2(width)) + 2)
-
-
 def _discrete_laplace_log_cdfs(fam, m, b):
     m = pt.floor(m)
     t = 1.0 / b
@@ -565,9 +604,7 @@ def _discrete_laplace_log_cdfs(fam, m, b):
 
 def _log_cdfs(fam, y, kind, param):
     if kind in ("gaussian", "discrete_gaussian"):
-        if kind == "gaussian":
-            return _gauss_split_log_cdfs(fam, y, param)
-        return _dg_log_cdfs(fam, y, param)
+        return _gauss_split_log_cdfs(fam, y, param, kind)
     if kind == "discrete_laplace":
         lc, lcc = _discrete_laplace_log_cdfs(fam, y, param)
     else:
