@@ -248,7 +248,9 @@ def _dg_tail_reference(j, sigma):
     aj = np.longdouble(-j)
     m = int(min(60 * sigma + 200, 60 * sigma * sigma / max(-j, 1) + 400))
     i = np.arange(m, dtype=np.longdouble)
-    return float(-(aj**2) / (2 * s * s) + np.log(np.sum(np.exp(-(2 * aj * i + i * i) / (2 * s * s)))))
+    return float(
+        -(aj**2) / (2 * s * s) + np.log(np.sum(np.exp(-(2 * aj * i + i * i) / (2 * s * s))))
+    )
 
 
 def test_discrete_gaussian_tail_is_exact_and_concave():
