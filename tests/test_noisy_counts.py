@@ -37,7 +37,7 @@ def _sd(kind, prm):
     return math.sqrt(float(SPEC[kind](prm).variance))
 
 
-def _rows(family, kind, params_list, noise_levels):
+def _rows(family, kind, params_list, noise_levels, clamps=True):
     """(y, count params, noise param, lower, upper) rows reaching the extremes."""
     rows = []
     for cp in params_list:
@@ -54,7 +54,7 @@ def _rows(family, kind, params_list, noise_levels):
             top = n if n is not None else float(np.round(mean + 3 * sd))
             top = max(top, 1.0)
             inner = [0.0, 1.0, top - 1.0, top, top + 1.0, -1.0, float(np.round(mean))]
-            for lo, hi in ((0.0, np.inf), (0.0, top)):
+            for lo, hi in ((0.0, np.inf), (0.0, top)) if clamps else ():
                 for y in inner:
                     rows.append((y, cp, prm, lo, hi))
     return rows
@@ -102,8 +102,8 @@ POISSON_DEFAULT = [(mu,) for mu in (1e-6, 0.05, 3.0, 250.0, 2e4)]
 NOISE_DEFAULT = (0.05, 3.0)
 
 
-def _check_grid(family, kind, params_list, noise_levels, atol=1e-8, rtol=1e-13):
-    rows = _rows(family, kind, params_list, noise_levels)
+def _check_grid(family, kind, params_list, noise_levels, atol=1e-8, rtol=1e-13, clamps=True):
+    rows = _rows(family, kind, params_list, noise_levels, clamps)
     f, args = _evaluate(family, kind, rows)
     got, grad = f(*args)
     ref = np.array([_reference(family, kind, r) for r in rows])
@@ -141,13 +141,24 @@ HYBRID_POISSON = [(3.0,), (2e3,), (1e5,)]
 @pytest.mark.parametrize("kind", ["gaussian", "discrete_gaussian"])
 @pytest.mark.parametrize("family", ["binomial", "poisson"])
 def test_hybrid_sum_matches_brute_force(family, kind):
+    """(The clamp atoms do not use the hybrid: unclamped rows only.)"""
     assert ncm.window_half_width(500.0, 4.0 / 1e5) > ncm.HYBRID_MIN_HALF
     params = HYBRID_BINOMIAL if family == "binomial" else HYBRID_POISSON
-    _check_grid_and_gradient(family, kind, params, (500.0,))
+    _check_grid_and_gradient(family, kind, params, (500.0,), clamps=False)
 
 
-def _check_grid_and_gradient(family, kind, params, noise_levels):
-    _, f, args, got, grad = _check_grid(family, kind, params, noise_levels)
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_discrete_gaussian_clamp_atoms_from_noise_tails(family):
+    """sigma >= DG_SPLIT_MIN_SIGMA: the clamp atoms split over the count's value with the
+    O(1) discrete Gaussian tails (below it they sum over the noise value: the default grid)."""
+    sigma = 60.0
+    assert sigma >= ncm.DG_SPLIT_MIN_SIGMA
+    params = [(300.0, 0.3), (300.0, 1e-9)] if family == "binomial" else [(50.0,)]
+    _check_grid_and_gradient(family, "discrete_gaussian", params, (sigma,))
+
+
+def _check_grid_and_gradient(family, kind, params, noise_levels, clamps=True):
+    _, f, args, got, grad = _check_grid(family, kind, params, noise_levels, clamps=clamps)
     # gradient w.r.t. p / mu against central differences (relative step), where the value is
     # finite and p is away from 0 and 1 (there a step of 1e-6 p leaves the parameter space)
     y, c1, t, lo, hi = args

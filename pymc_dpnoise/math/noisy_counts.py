@@ -78,7 +78,7 @@ CDFs (needed for the clamp atoms).  Continuous Gaussian: split at :math:`k = \lf
 each correction at most half of the mass on its side.  :math:`\log\bar\Phi(x)` for
 :math:`x \ge 0` (and :math:`\log\Phi(x)`, :math:`x \le 0`) has second derivative in
 :math:`[-1, -2/\pi]`, so each correction is again a window sum with
-:math:`\kappa \ge 0.63/\sigma^2`.  Discrete Gaussian at an integer :math:`m`: the same split
+:math:`\kappa \ge 0.63/\sigma^2`.  Discrete Gaussian at an integer :math:`m`, for :math:`\sigma \ge 50`: the same split
 with :math:`P(N > m - s)` for :math:`s \le m` and :math:`P(N \le m - s)` for :math:`s > m`,
 both lower tails :math:`T(j)/Z`, :math:`j \le -1`, of the noise
 (:func:`~pymc_dpnoise.math.noise.log_dg_tail`: a direct sum of at most 96 terms or an
@@ -87,8 +87,12 @@ Euler-Maclaurin form, exact to rounding, :math:`O(1)` in :math:`\sigma`).  :math
 :math:`-2/(\pi\sigma^2)` (the continuous bound, approached from below as :math:`\sigma`
 grows: :math:`-0.64/\sigma^2` at :math:`\sigma = 64`, :math:`-0.92/\sigma^2` at
 :math:`\sigma = 1`, computed), so the windows of the continuous case hold the mass.  The cost
-of a clamp atom is thus that of one release, where summing over the noise value costs
-:math:`O(\sigma)` binomial CDFs.
+of a clamp atom is thus that of one release.  Below :math:`\sigma = 50`, where graphs matter
+more than terms: over the noise value :math:`j`, :math:`P(Y \le m) = \sum_j P(N = j)
+F_S(m - j)` and :math:`P(Y > m) = \sum_j P(N=j)\,(1 - F_S(m - j))`, both sums of positive
+terms whose summands are log-concave with :math:`\kappa = 1/\sigma^2` (CDFs and survival
+functions of log-concave pmfs are log-concave), with the binomial and Poisson CDFs in closed
+form (:mod:`pymc_dpnoise.math._special`): :math:`O(\sigma)` terms.
 
 Clamping
 --------
@@ -144,11 +148,19 @@ DISCRETE = {"discrete_laplace", "rounded_laplace", "discrete_gaussian"}
 _LOG2 = np.float64(math.log(2.0))
 _TINY = np.float64(-1e-300)
 _HUGE = np.float64(1e300)
+_BIG = np.float64(2.0**62)
 _LOG_SQRT_2PI = np.float64(0.5 * math.log(2.0 * math.pi))
 #: largest window (terms per release) of the Gaussian-noise sums: sigma up to ~1.5e5
 MAX_WINDOW = 3_000_001
+#: discrete Gaussian CDFs (clamp atoms) below this sigma: sums over the noise value of the
+#: count's CDF (O(sigma) terms, small graphs); from it on, the split over the count's value
+#: with O(1) noise tails (log_dg_tail)
+DG_SPLIT_MIN_SIGMA = 50.0
 #: bisection bound when the count has no static upper end (Poisson, or a symbolic n)
 _MAX_ITERS = 64
+#: the Poisson's effective upper end: beyond mode + 60 sqrt(mode + 1) + 200 its survival
+#: function is below e^{-1000}
+_POISSON_REACH = (60.0, 200.0)
 
 
 def _f64(x):
@@ -202,6 +214,9 @@ class _Binomial:
 
     def mode(self):
         return pt.clip(pt.floor((self.n + 1.0) * pt.sigmoid(self.lq)), 0.0, self.n)
+
+    def reach(self):  # every s above this has P(S > s) = 0
+        return self.n
 
     def curvature_bound(self, c, w):  # min of -second differences of log P on |s - c| <= w
         return 1.0 / (c + w + 1.0) + 1.0 / (self.n - c + w + 1.0)
@@ -269,6 +284,11 @@ class _Poisson:
 
     def mode(self):
         return pt.floor(pt.exp(pt.minimum(self.lmu, 60.0)))
+
+    def reach(self):
+        m = self.mode()
+        a, b = _POISSON_REACH
+        return m + a * pt.sqrt(m + 1.0) + b
 
     def curvature_bound(self, c, w):  # min of -second differences of log P on |s - c| <= w
         return 1.0 / (c + w + 1.0)
@@ -593,6 +613,56 @@ def _gauss_split_log_cdfs(fam, m, sigma, kind):
     )
 
 
+def _dg_log_cdfs(fam, m, sigma):
+    """Discrete Gaussian noise at an integer m: both tails as sums over the noise value."""
+    sigma_max = _sigma_max(sigma)
+    m_known = known_value(m)
+    m = pt.broadcast_arrays(pt.floor(_f64(m)), fam.lo, sigma)[0]
+    width = window_half_width(sigma_max)
+    ef, em, es = fam.expand(), _e(m), _e(sigma)
+    log_z = log_z_discrete_gaussian(es)
+    reach = fam.reach()
+    big = pt.full_like(m, _BIG)
+
+    def noise_step(j, sigma):  # log P_N(j+1) - log P_N(j)
+        return -(2.0 * j + 1.0) / (2.0 * sigma**2)
+
+    # log P(Y <= m) = log sum_{j <= m} P_N(j) F_S(m - j)
+    def term_lo(j):
+        return -0.5 * (j / es) ** 2 - log_z + ef.log_cdf(em - j)
+
+    def diff_lo(j, f, m, sigma):
+        return noise_step(j, sigma) + f.log_cdf(m - j - 1.0) - f.log_cdf(m - j)
+
+    b_lo = pt.minimum(0.0, m)
+    a_lo = pt.minimum(pt.maximum(m - reach, -big), b_lo)
+    iters = _cdf_iters(fam, m_known)
+    c_lo = _argmax(diff_lo, a_lo, b_lo, iters, fam, m, sigma)
+    logcdf = _window(term_lo, c_lo, -big, m, width)
+
+    # log P(Y > m) = log sum_{j > m - reach} P_N(j) (1 - F_S(m - j))
+    def term_hi(j):
+        return -0.5 * (j / es) ** 2 - log_z + ef.log_sf(em - j)
+
+    def diff_hi(j, f, m, sigma):
+        return noise_step(j, sigma) + f.log_sf(m - j - 1.0) - f.log_sf(m - j)
+
+    a_hi = pt.maximum(0.0, m - reach + 1.0)
+    b_hi = pt.maximum(pt.minimum(m + 1.0, big), a_hi)
+    c_hi = _argmax(diff_hi, a_hi, b_hi, iters, fam, m, sigma)
+    logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width)
+    return pt.minimum(logcdf, 0.0), pt.minimum(logccdf, 0.0)
+
+
+def _cdf_iters(fam, m_known):
+    """Bisection steps of the discrete-Gaussian CDF sums: their brackets are at most
+    n + |m| + 1 wide (binomial with a static n and a constant m, e.g. a clamp bound)."""
+    if fam.n_max is None or m_known is None:
+        return _MAX_ITERS
+    width = fam.n_max + float(np.max(np.abs(m_known), initial=0.0)) + 2.0
+    return min(_MAX_ITERS, math.ceil(math.log2(width)) + 2)
+
+
 def _discrete_laplace_log_cdfs(fam, m, b):
     m = pt.floor(m)
     t = 1.0 / b
@@ -604,6 +674,8 @@ def _discrete_laplace_log_cdfs(fam, m, b):
 
 def _log_cdfs(fam, y, kind, param):
     if kind in ("gaussian", "discrete_gaussian"):
+        if kind == "discrete_gaussian" and _sigma_max(param) < DG_SPLIT_MIN_SIGMA:
+            return _dg_log_cdfs(fam, y, param)
         return _gauss_split_log_cdfs(fam, y, param, kind)
     if kind == "discrete_laplace":
         lc, lcc = _discrete_laplace_log_cdfs(fam, y, param)
