@@ -147,6 +147,7 @@ def test_hybrid_sum_matches_brute_force(family, kind):
     _check_grid_and_gradient(family, kind, params, (500.0,), clamps=False)
 
 
+@pytest.mark.backend  # compiled natively: ~2 min per family in the Python-VM test mode
 @pytest.mark.parametrize("family", ["binomial", "poisson"])
 def test_discrete_gaussian_clamp_atoms_from_noise_tails(family):
     """sigma >= DG_SPLIT_MIN_SIGMA: the clamp atoms split over the count's value with the
