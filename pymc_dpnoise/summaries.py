@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import numbers
 import os
 from pathlib import Path
 
@@ -142,10 +143,10 @@ class ClippedBinning:
     n_bins: int
 
     def __post_init__(self):
-        lo, hi = float(self.lower), float(self.upper)
+        lo, hi = _real("lower", self.lower), _real("upper", self.upper)
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ValueError(f"lower, upper: need finite lower < upper, got {lo}, {hi}")
-        if int(self.n_bins) < 1:
+        if _integer("n_bins", self.n_bins) < 1:
             raise ValueError(f"n_bins: must be >= 1, got {self.n_bins}")
         object.__setattr__(self, "lower", lo)
         object.__setattr__(self, "upper", hi)
@@ -274,6 +275,159 @@ def _is_path(data) -> bool:
     return isinstance(data, str | os.PathLike)
 
 
+def _real(name: str, value) -> float:
+    """``value`` as a float; a string, a bool or anything else that is not a real number is
+    a TypeError naming ``name`` (``float("1")`` and ``float(True)`` would pass silently)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: must be a real number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def _integer(name: str, value) -> int:
+    """``value`` as an int; not an integer (a bool, a float, a string) is a TypeError."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: must be an integer, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+#: DuckDB column types read as reports (numbers and booleans)
+_SQL_NUMERIC = {
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+    "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "BOOLEAN",
+}  # fmt: skip
+
+
+def _not_numeric(name, dtype) -> TypeError:
+    return TypeError(
+        f"data: column {name!r} is not numeric (type {dtype}); reports must be numbers: "
+        "convert the column first (a string column is never cast silently)"
+    )
+
+
+def _refuse_bad(name, nbad) -> None:
+    if nbad:
+        raise ValueError(
+            f"data: reports must be finite; column {name!r} has {int(nbad)} NULL/NaN/inf "
+            "value(s) (missing reports cannot be modelled through the mechanism: drop them)"
+        )
+
+
+def _refuse_empty(n) -> None:
+    if int(n) == 0:
+        raise ValueError("data: no reports (0 rows); a summary needs at least one report")
+
+
+def _refuse_big_keys(name, biggest) -> None:
+    if biggest is not None and float(biggest) >= _EXACT_KEYS:
+        raise ValueError(
+            f"data: k-RR item ids must be below 2**53 = {_EXACT_KEYS:.0f} (grouped exactly as "
+            f"float64); column {name!r} holds {int(biggest)}"
+        )
+
+
+def _check_reports(data, engine, columns=None, *, con=None, keys=False) -> int:
+    """Check the report columns of ``data`` the same way on every engine; return N.
+
+    In this order: every column is numeric (or boolean), else a TypeError naming it; there
+    is at least one row; no column holds NULL, NaN or inf, else a ValueError naming the
+    first such column.  ``columns``: the report columns (default: all); NumPy arrays name
+    their columns ``column j`` (or ``data`` when 1-D).  ``keys``: the values are grouped as
+    float64 keys, so an absolute value of ``2**53`` or more is refused too (checked in the
+    column's own type, before any cast could merge two ids).
+    """
+    if engine == "numpy":
+        z = np.asarray(data)
+        if z.dtype.kind == "O":  # e.g. a list holding None: numbers and None only
+            flat = z.ravel()
+            for x in flat:
+                if x is not None and (
+                    isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real)
+                ):
+                    raise _not_numeric("data", f"object holding {type(x).__name__}")
+            z = np.array([np.nan if x is None else x for x in flat], dtype=np.float64).reshape(
+                z.shape
+            )
+        elif z.dtype.kind not in "biuf":
+            raise _not_numeric("data", z.dtype)
+        if z.ndim == 0 or z.shape[0] == 0 or z.size == 0:
+            _refuse_empty(0)
+        z2 = z.reshape(len(z), -1)
+        for j in range(z2.shape[1]):
+            name = "data" if z.ndim == 1 else f"column {j}"
+            if z.dtype.kind == "f":
+                _refuse_bad(name, np.count_nonzero(~np.isfinite(z2[:, j])))
+            if keys and z.dtype.kind in "iuf":
+                col = z2[:, j]  # in its own type: int64 ids are compared exactly
+                _refuse_big_keys(name, max(abs(col.max().item()), abs(col.min().item())))
+        return int(z.shape[0])
+    if engine in ("file", "duckdb"):
+        import duckdb
+
+        if engine == "file":
+            src = _file_source(Path(data))
+            rel = (con or duckdb.connect()).sql(f"SELECT * FROM {src}")
+        else:
+            rel = data
+        types = dict(zip(rel.columns, (str(t) for t in rel.types), strict=True))
+        names = list(types) if columns is None else list(columns)
+        for c in names:
+            if c not in types:
+                raise ValueError(f"column: no column {c!r}; the columns are {list(types)}")
+            t = types[c].upper()
+            if t not in _SQL_NUMERIC and not t.startswith("DECIMAL"):
+                raise _not_numeric(c, types[c])
+        parts = ["count(*) AS n"]
+        for i, c in enumerate(names):
+            v = f"CAST({_quote(c)} AS DOUBLE)"
+            parts.append(f"count(*) FILTER (WHERE {v} IS NULL OR NOT isfinite({v})) AS b{i}")
+            big = "max(abs(CAST({q} AS HUGEINT)))" if types[c].upper() != "BOOLEAN" else "0"
+            if types[c].upper() in ("FLOAT", "DOUBLE") or types[c].upper().startswith("DEC"):
+                big = f"max(abs(CASE WHEN isfinite({v}) THEN {v} END))"
+            parts.append(big.format(q=_quote(c)) + f" AS m{i}")
+        row = rel.aggregate(", ".join(parts)).fetchall()[0]
+        _refuse_empty(row[0])
+        for i, c in enumerate(names):
+            _refuse_bad(c, row[1 + 2 * i])
+            if keys:
+                _refuse_big_keys(c, row[2 + 2 * i])
+        return int(row[0])
+    import narwhals as nw
+
+    frame, names = _frame_columns(data, columns)
+    schema = frame.collect_schema()
+    for c in names:
+        if c not in schema:
+            raise ValueError(f"column: no column {c!r}; the columns are {list(schema)}")
+        dtype = schema[c]
+        if not (dtype.is_numeric() or dtype == nw.Boolean):
+            raise _not_numeric(c, dtype)
+    aggs = [nw.len().alias("n")]
+    for i, c in enumerate(names):
+        if schema[c].is_float():
+            z = nw.col(c)
+            bad = nw.when(z.is_null()).then(True).otherwise(z.is_nan() | (z.abs() == float("inf")))
+            aggs.append(nw.when(bad).then(0.0).otherwise(z.abs()).max().alias(f"m{i}"))
+        else:  # integers and booleans: only NULL is bad, and no cast (ids stay exact)
+            bad = nw.col(c).is_null()
+            big = nw.col(c).abs().max() if schema[c] != nw.Boolean else nw.lit(0)
+            aggs.append(big.alias(f"m{i}"))
+        aggs.append(nw.when(bad).then(nw.lit(1)).otherwise(nw.lit(0)).sum().alias(f"b{i}"))
+    out = frame.select(*aggs)
+    if isinstance(out, nw.LazyFrame):
+        out = out.collect()
+    n = int(out["n"].to_numpy()[0])
+    _refuse_empty(n)
+    for i, c in enumerate(names):
+        _refuse_bad(c, out[f"b{i}"].to_numpy()[0])
+        if keys:
+            _refuse_big_keys(c, out[f"m{i}"].to_numpy()[0])
+    return n
+
+
 def _duckdb_table(binning, source, column, con=None, relation=None):
     import duckdb
 
@@ -362,7 +516,38 @@ def aggregate(data, binning, *, column=None, con=None) -> np.ndarray:
         Column of the reports (needed for files and dataframes with several columns).
     con : duckdb connection, optional
         For files and relations; a fresh in-memory connection otherwise.
+
+    Raises
+    ------
+    TypeError
+        A report column that is not numeric (strings are never cast).
+    ValueError
+        No reports, or NULL / NaN / inf reports (the message names the column).
     """
+    engine = _engine(data)
+    column = _one_column(data, engine, column)
+    _check_reports(data, engine, None if column is None else [column], con=con)
+    return _aggregate(data, binning, column=column, con=con)
+
+
+def _one_column(data, engine, column):
+    """The report column of a file, relation or dataframe (None for arrays)."""
+    if column is not None or engine == "numpy":
+        return column
+    if engine == "file":
+        raise ValueError("column: name the column of reports in the file")
+    if engine == "duckdb":
+        names = list(data.columns)
+    else:
+        names = _frame_columns(data, None)[1]
+    if len(names) != 1:
+        what = "relation" if engine == "duckdb" else "dataframe"
+        raise ValueError(f"column: the {what} has columns {names}; say which holds the reports")
+    return names[0]
+
+
+def _aggregate(data, binning, *, column=None, con=None) -> np.ndarray:
+    """:func:`aggregate` after the checks."""
     if _is_path(data):
         path = Path(data)
         if column is None:
@@ -534,16 +719,21 @@ def summarize(
     >>> s.table.shape, s.n_total
     ((66, 4), 10000)
     """
-    lower, upper, epsilon = float(lower), float(upper), float(epsilon)
+    lower, upper = _real("lower", lower), _real("upper", upper)
+    epsilon, tol = _real("epsilon", epsilon), _real("tol", tol)
+    if n_bins is not None:
+        n_bins = _integer("n_bins", n_bins)
     if model not in ("normal", "exponential"):
         raise ValueError(f"model: 'normal' or 'exponential', got {model!r}")
     if model == "exponential" and lower != 0.0:
         raise ValueError(f"lower: the clipped exponential is clipped to [0, upper], got {lower}")
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon: must be a finite scalar > 0, got {epsilon}")
+    engine = _engine(data)
+    column = _one_column(data, engine, column)
+    n = _check_reports(data, engine, None if column is None else [column], con=con)
     design = None
     if n_bins is None:
-        n = _count(data, column)
         n_bins, design = choose_n_bins(
             model, n, lower, upper, epsilon, tol, params=params, max_bins=max_bins
         )
@@ -551,7 +741,7 @@ def summarize(
     else:
         used_tol = None
     binning = ClippedBinning(lower, upper, n_bins)
-    table = aggregate(data, binning, column=column, con=con)
+    table = _aggregate(data, binning, column=column, con=con)
     return ClippedSummary(table, lower, upper, epsilon, tol=used_tol, design_bound=design)
 
 
@@ -576,6 +766,7 @@ def summarize_if_large(
     (ClippedSummary or None, int)
         The summary (None below the threshold) and the number of reports.
     """
+    lower, upper, epsilon = _real("lower", lower), _real("upper", upper), _real("epsilon", epsilon)
     n = _count(data, column)
     if n < threshold:
         return None, n
@@ -666,6 +857,10 @@ class HistogramSummary:
         return dict(observed=self.patterns, counts=self.counts)
 
 
+#: integers above this are not all exact in float64, the type every engine groups keys in
+_EXACT_KEYS = 2.0**53
+
+
 def _canonical_histogram(keys, counts, bits) -> HistogramSummary:
     """Validate grouped keys (NaN marks NULL/NaN reports), merge duplicates, sort."""
     keys = np.asarray(keys, dtype=np.float64)
@@ -690,6 +885,14 @@ def _canonical_histogram(keys, counts, bits) -> HistogramSummary:
                 f"data: k-RR reports must be integer item ids >= 0; found "
                 f"{int(counts[off.ravel()].sum())} report(s) like {keys2[off][0]}"
             )
+    big = np.abs(keys2) >= _EXACT_KEYS
+    if big.any():
+        # keys are grouped as float64 on every engine: beyond 2**53 two ids can become one
+        raise ValueError(
+            f"data: k-RR item ids must be below 2**53 = {_EXACT_KEYS:.0f} (grouped exactly as "
+            f"float64); found {int(counts[big.any(axis=1)].sum())} report(s) like "
+            f"{int(keys2[big][0])}"
+        )
     ints = keys2.astype(np.int64)
     uniq, inverse = np.unique(ints, axis=0, return_inverse=True)
     merged = np.bincount(inverse.ravel(), weights=counts, minlength=len(uniq)).astype(np.int64)
@@ -731,6 +934,7 @@ def summarize_histogram(data, *, columns=None, con=None) -> HistogramSummary:
     (3, 5000)
     """
     engine = _engine(data)
+    _check_reports(data, engine, columns, con=con, keys=True)
     if engine == "numpy":
         z = np.asarray(data)
         if z.ndim not in (1, 2) or z.size == 0:
@@ -842,6 +1046,7 @@ def summarize_regression(data, *, columns=None, con=None) -> ScatterSummary:
     (2, [[10.0, 14.0], [14.0, 20.0]], 20.0)
     """
     engine = _engine(data)
+    _check_reports(data, engine, columns, con=con)
     if engine == "numpy":
         w = np.asarray(data, dtype=np.float64)
         if w.ndim != 2 or w.shape[1] < 1:

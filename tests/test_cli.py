@@ -336,6 +336,7 @@ NB = ["fit", "noisy-binomial"]
 NP = ["fit", "noisy-poisson"]
 BOUNDS = ["--lower", "-5", "--upper", "5"]
 GOOD = "{d}/good.csv"
+Y = ["--column", "y"]
 
 
 def _bad_cases():
@@ -347,7 +348,11 @@ def _bad_cases():
         ("device", [*CN, "/dev/zero", *BOUNDS, *e1], "is a character device"),
         ("non-numeric", [*CN, "{d}/nonnum.csv", *BOUNDS, *e1], "non-numeric value 'abc'"),
         ("nan", [*CN, "{d}/nan.csv", *BOUNDS, *e1], "data row 2: report is nan"),
-        ("empty-cell", [*CN, "{d}/emptycell.csv", *BOUNDS, *e1], "data row 2: empty cell"),
+        (
+            "empty-cell",
+            [*CN, "{d}/emptycell.csv", *BOUNDS, *e1, "--column", "z"],
+            "data row 2: empty cell",
+        ),
         ("blank-line", [*CN, "{d}/blank.csv", *BOUNDS, *e1], "data row 2: empty cell"),
         ("empty-file", [*CN, "{d}/empty.csv", *BOUNDS, *e1], "file is empty"),
         ("header-only", [*CN, "{d}/hdr.csv", *BOUNDS, *e1], "only a header"),
@@ -544,12 +549,12 @@ def _bad_cases():
         ),
         (
             "count-outside-clamp",
-            [*NP, "{d}/counts.csv", "--noise", "discrete-laplace", *e1, "--lower", "1"],
+            [*NP, "{d}/counts.csv", "--noise", "discrete-laplace", *e1, "--lower", "1", *Y],
             "data row 2: release 0 is outside the clamp [1, inf] (--lower 1) in column 'y'",
         ),
         (
             "count-outside-binomial-clamp",
-            [*NB, "{d}/counts.csv", "--n", "5", "--scale", "1", "--clamp"],
+            [*NB, "{d}/counts.csv", "--n", "5", "--scale", "1", "--clamp", *Y],
             "data row 4: release 7 is outside the clamp [0, 5] (--clamp)",
         ),
         (
@@ -871,7 +876,19 @@ def test_statistics_size_gives_d_and_noise(tmp_path):
     p = _write(tmp_path / "s.csv", "s,v\n" + "".join(f"{i},{i + 1}\n" for i in range(m)))
     d = _read_as("ss-normal", p, "--glm", "linear", "--n", "10", "--noise-var-column", "v")
     assert d["d"] == 2 and np.diag(d["noise_cov"]).tolist() == list(range(1, m + 1))
-    d = _read_as("ss-normal", p, "--glm", "linear", "--n", "10", "--noise-sd", "2", "--local")
+    d = _read_as(
+        "ss-normal",
+        p,
+        "--glm",
+        "linear",
+        "--n",
+        "10",
+        "--noise-sd",
+        "2",
+        "--local",
+        "--column",
+        "s",
+    )
     assert np.allclose(np.diag(d["noise_cov"]), 4.0 * 10)
 
 
@@ -882,10 +899,13 @@ def test_releases_read_n_and_epsilon(tmp_path):
     assert d["z"].tolist() == [10.5, -3.0] and d["note"] is None
     assert d["n"].tolist() == [30.0, 40.0] and d["epsilon"].tolist() == [1.0, 2.0]
     assert d["n_desc"] == "n from column 'n' (min 30, max 40)"
-    # --n and --epsilon: the first column is read, with a note naming it
-    d = _read_as("truncated-poisson", p, "--upper", "8", "--n", "30", "--epsilon", "1")
+    # --n and --epsilon: three columns could hold the releases, --column is required
+    with pytest.raises(InputError, match=r"3 columns that could hold the releases \('eps', 'y', "):
+        _read_as("truncated-poisson", p, "--upper", "8", "--n", "30", "--epsilon", "1")
+    d = _read_as(
+        "truncated-poisson", p, "--upper", "8", "--n", "30", "--epsilon", "1", "--column", "eps"
+    )
     assert d["z"].tolist() == [1.0, 2.0] and d["n"] == 30 and d["n_desc"] == "n=30"
-    assert "the releases are taken from column 'eps'" in d["note"]
     # one release is a data set (one data holder, one noisy sum)
     one = _write(tmp_path / "one.csv", "y\n5.5\n")
     assert _read_as("truncated-poisson", one, "--upper", "8", "--n", "3", "--epsilon", "1")[
@@ -938,9 +958,10 @@ def test_truncated_normal_reads_pairs_and_builds(tmp_path):
 
     p = _write(tmp_path / "p.csv", "sx,sx2,n,extra\n110,900,100,1\n95,820,90,2\n")
     args = ["--lower", "-5", "--upper", "5", "--n-column", "n", "--epsilon", "1"]
-    d = _read_as("truncated-normal", p, *args)
+    with pytest.raises(InputError, match=r"3 columns that could hold the noisy sums .*--columns"):
+        _read_as("truncated-normal", p, *args)
+    d = _read_as("truncated-normal", p, *args, "--columns", "sx,sx2")
     assert d["z"].tolist() == [[110.0, 900.0], [95.0, 820.0]] and d["n"].tolist() == [100, 90]
-    assert "taken from columns 'sx' and 'sx2'" in d["note"]
     d = _read_as("truncated-normal", p, *args, "--columns", "sx2,extra")
     assert d["z"].tolist() == [[900.0, 1.0], [820.0, 2.0]] and d["note"] is None
     with pytest.raises(InputError, match="a release is two noisy sums"):
@@ -951,7 +972,9 @@ def test_truncated_normal_reads_pairs_and_builds(tmp_path):
             "truncated-normal", one, "--lower", "-5", "--upper", "5", "--n", "9", "--epsilon", "1"
         )
 
-    parsed = build_parser().parse_args(["fit", "truncated-normal", str(p), *args])
+    parsed = build_parser().parse_args(
+        ["fit", "truncated-normal", str(p), *args, "--columns", "sx,sx2"]
+    )
     MODELS["truncated-normal"].check(parsed)
     with open_table(parsed.reports, header="auto", sep=None, max_rows=100) as t:
         b = MODELS["truncated-normal"].build(
@@ -992,7 +1015,7 @@ def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):
         return type(b.model["y"].owner.op).__name__
 
     # the default: unchanged (--epsilon, --clamp, --sensitivity)
-    d, b = _built("noisy-binomial", p, "--n", "10", "--epsilon", "1", "--clamp")
+    d, b = _built("noisy-binomial", p, "--n", "10", "--epsilon", "1", "--clamp", *Y)
     assert "noise" not in d and y_op(b) == "ClampedLaplaceNoisyBinomialRV"
     assert b.likelihood == "y ~ LaplaceNoisyBinomial(n=10, p, epsilon=1, sensitivity=1, clamp=True)"
     d, b = _built("noisy-poisson", p, "--epsilon-column", "eps", "--sensitivity", "2")
@@ -1000,7 +1023,7 @@ def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):
     assert "sensitivity=2)" in b.likelihood
     # the noise specs
     args = ["--n", "10", "--noise", "discrete-gaussian", "--rho", "0.5", "--lower", "0"]
-    d, b = _built("noisy-binomial", p, *args)
+    d, b = _built("noisy-binomial", p, *args, *Y)
     assert (
         d["noise"] == noise.DiscreteGaussian(1.0) and noise_of(b.model["y"]) == "discrete_gaussian"
     )
@@ -1008,16 +1031,18 @@ def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):
         "y ~ NoisyBinomial(n=10, p, noise=DiscreteGaussian(sigma=1.0) from rho=0.5, "
         "sensitivity=1, lower=0)"
     )
-    d, b = _built("noisy-binomial", p, "--n", "10", "--scale", "2", "--clamp")
+    d, b = _built("noisy-binomial", p, "--n", "10", "--scale", "2", "--clamp", *Y)
     assert d["noise"] == noise.Laplace(2.0) and noise_of(b.model["y"]) == "laplace"
     assert b.likelihood.endswith("noise=Laplace(scale=2.0), lower=0, upper=10)")
-    d, b = _built("noisy-poisson", p, "--noise", "gaussian", "--rho", "2", "--sensitivity", "4")
+    d, b = _built("noisy-poisson", p, "--noise", "gaussian", "--rho", "2", "--sensitivity", "4", *Y)
     assert d["noise"] == noise.Gaussian(2.0) and "lower" not in b.likelihood
     # a budget per release: the scale per release
     d, b = _built("noisy-poisson", p, "--noise", "discrete-laplace", "--epsilon-column", "eps")
     assert d["noise"] == noise.DiscreteLaplace(np.array([1.0, 0.5, 2.0]))
     assert d["z"].tolist() == [3.0, 0.0, 5.0] and "from epsilon from column 'eps'" in b.likelihood
-    d, b = _built("noisy-poisson", p, "--noise", "rounded-laplace", "--scale", "1", "--upper", "5")
+    d, b = _built(
+        "noisy-poisson", p, "--noise", "rounded-laplace", "--scale", "1", "--upper", "5", *Y
+    )
     assert noise_of(b.model["y"]) == "rounded_laplace" and b.likelihood.endswith(", upper=5)")
     assert b.model["y"].dtype == "int64" and b.params == ["mu"]
 
@@ -1061,3 +1086,236 @@ def test_fit_noisy_binomial_with_a_noise_spec(tmp_path, capsys, noise_args):
     assert list(draws.columns) == ["chain", "draw", "p"] and len(draws) == 2 * 200
     # 30 counts of 60 records: the posterior sd of p is about 0.011
     assert abs(draws["p"].mean() - 0.3) < 0.05
+
+
+# --------------------------------------------------------------------------------------------
+# issue 22: input refused before any model is built (each a class of inputs, not one case)
+# --------------------------------------------------------------------------------------------
+
+_COUNT_NOISE = {
+    "laplace": ["--epsilon", "1"],
+    "discrete-laplace": ["--epsilon", "1"],
+    "rounded-laplace": ["--scale", "1"],
+    "gaussian": ["--rho", "0.5"],
+    "discrete-gaussian": ["--sigma", "1"],
+}
+
+
+@pytest.mark.parametrize("noise", list(_COUNT_NOISE))
+@pytest.mark.parametrize(
+    ("model", "clamp"),
+    [
+        ("noisy-binomial", ["--clamp"]),
+        ("noisy-binomial", ["--lower", "0", "--upper", "10"]),
+        ("noisy-binomial", ["--upper", "10"]),
+        ("noisy-poisson", ["--lower", "0", "--upper", "10"]),
+        ("noisy-poisson", ["--upper", "10"]),
+    ],
+)
+def test_releases_outside_any_clamp_are_refused_before_sampling(
+    tmp_path, capsys, model, noise, clamp
+):
+    """Every clamp (``--clamp`` on the LaplaceNoisy* path too, where a release outside [0, n]
+    used to fail only once sampling started, exit 1) and every noise kind: exit 2 naming the
+    row, nothing built."""
+    p = _write(tmp_path / "c.csv", "y\n3\n12\n5\n")
+    n = ["--n", "10"] if model == "noisy-binomial" else []
+    argv = ["fit", model, p, *n, "--noise", noise, *_COUNT_NOISE[noise], *clamp, *FAST]
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    assert "data row 2: release 12 is outside the clamp [" in out.err.strip().splitlines()[-1]
+    assert "Likelihood" not in out.out and "Sampling" not in out.out
+    # inside the clamp: read and built (the Laplace --clamp path included)
+    ok = _write(tmp_path / "ok.csv", "y\n3\n10\n5\n")
+    _built(model, ok, *n, "--noise", noise, *_COUNT_NOISE[noise], *clamp)
+
+
+@pytest.mark.parametrize(
+    ("text", "row", "fields", "first"),
+    [
+        ("z\n1.0\n1.5,2.5\n2.0\n", "data row 2", 2, 1),  # one column, an extra field
+        ("1.0\n1.5;2.5\n2.0\n", "data row 2", 2, 1),  # no header, another separator
+        ("z,w\n1.0,2\n1.5\n2.0,3\n", "data row 2", 1, 2),  # a missing field
+        ("z,w\n1.0,2\n1.5,3,4\n2.0,3\n", "data row 2", 3, 2),  # an extra field
+        ("z,w\n1,2\n" + "3,4\n" * 5000 + "5\n", "data row 5002", 1, 2),  # far down
+    ],
+)
+def test_ragged_csv_rows_are_refused(tmp_path, capsys, text, row, fields, first):
+    """A row with more or fewer fields than the first row is an error naming the row (it
+    used to be read through its first cell, or with its missing cells as empty)."""
+    p = _write(tmp_path / "r.csv", text)
+    with pytest.raises(InputError, match=f"{row} has {fields} field.* row has {first};"):
+        with open_table(p, max_rows=10**6) as t:
+            t.read([0])
+    assert main([*CN, p, *BOUNDS, "--epsilon", "1", "--column", "0", *FAST]) == 2
+    assert f"{row} has {fields} field" in capsys.readouterr().err
+
+
+def test_not_ragged_empty_trailing_cells_and_blank_lines(tmp_path):
+    """An empty last cell is a field (an empty cell, reported when read); blank lines in a
+    multi-column file are skipped as before."""
+    p = _write(tmp_path / "e.csv", "z,w\n1.0,\n2.0,3\n\n4.0,5\n")
+    with open_table(p, max_rows=100) as t:
+        assert t.read([0])[0].tolist() == [1.0, 2.0, 4.0]
+        with pytest.raises(InputError, match="data row 1: empty cell in column 'w'"):
+            t.read([1])
+
+
+@pytest.mark.parametrize(
+    ("model", "opts", "minimum"),
+    [
+        ("truncated-normal", ["--lower", "-5", "--upper", "5", "--columns", "a,b"], "30.25"),
+        ("truncated-normal", ["--lower", "0", "--upper", "2", "--columns", "a,b"], "6"),
+        ("truncated-exponential", ["--upper", "8", "--column", "a"], "8"),
+        ("truncated-poisson", ["--lower", "2", "--upper", "10", "--column", "a"], "10"),
+        ("noisy-binomial", ["--n", "10", "--column", "a"], "1"),
+        ("noisy-poisson", ["--column", "a"], "1"),
+        ("noisy-poisson", ["--noise", "gaussian", "--rho", "1", "--column", "a"], "1"),
+        ("noisy-multinomial", [], "1"),
+    ],
+)
+def test_sensitivity_below_the_minimum_is_refused(tmp_path, capsys, model, opts, minimum):
+    """``--sensitivity`` smaller than any release with these options can have (the exact one
+    of the bounds; 1 for integer counts) models less noise than was added: exit 2 naming the
+    minimum.  The minimum itself is accepted."""
+    from pymc_dpnoise.cli import build_parser
+
+    p = _write(tmp_path / "r.csv", "a,b\n10,100\n12,130\n")
+    n = [] if model.startswith("noisy-") and model != "noisy-multinomial" else ["--n", "10"]
+    eps = [] if "--rho" in opts else ["--epsilon", "1"]
+    base = ["fit", model, p, *opts, *n, *eps]
+    low = float(minimum) * (1 - 1e-9)
+    assert main([*base, "--sensitivity", repr(low), *FAST]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"is below the minimum {minimum} (" in err, err
+    args = build_parser().parse_args([*base, "--sensitivity", minimum])
+    MODELS[model].check(args)
+
+
+@pytest.mark.parametrize(
+    ("model", "text", "opts", "message"),
+    [
+        ("noisy-multinomial", "a,a,b\n10,5,3\n", ["--n", "20", "--epsilon", "1"], "both named 'a'"),
+        ("noisy-multinomial", "a,b,c\n10,5,3\n", ["--n", "20", "--epsilon", "1", "--columns", "b,1"],
+         "'b' and '1' are the same column 'b'"),
+        ("oue", "a,a,b\n1,0,0\n0,1,0\n", ["--epsilon", "1"], "both named 'a'"),
+        ("sue", "a,b,c\n1,0,0\n0,1,0\n", ["--epsilon", "1", "--columns", "a,b,0"], "same column"),
+        ("linreg", "x,x,y\n1,2,3\n4,5,6\n", ["--sigma-x", "1", "--sigma-y", "1"], "both named 'x'"),
+        ("linreg", "x,w,y\n1,2,3\n4,5,6\n", ["--sigma-x", "1", "--sigma-y", "1", "--x-columns", "x,0"],
+         "'x' and '0' are the same column"),
+        ("truncated-normal", "a,b\n1,2\n3,4\n", ["--lower", "0", "--upper", "1", "--n", "5",
+         "--epsilon", "1", "--columns", "a,0"], "same column"),
+    ],
+)  # fmt: skip
+def test_a_column_chosen_twice_or_duplicate_names_are_refused(
+    tmp_path, capsys, model, text, opts, message
+):
+    """Every multi-column option: a column named twice (by name and index) or two columns of
+    one header name (the categories / items / features would share a label)."""
+    p = _write(tmp_path / "d.csv", text)
+    assert main(["fit", model, p, *opts, *FAST]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message in err, err
+
+
+_ID_CASES = [
+    ("clipped-normal", "id,z\n1,0.5\n2,1.5\n3,-1\n", [*BOUNDS, "--epsilon", "1"], "'id', 'z'"),
+    ("clipped-exponential", "id,z\n1,0.5\n2,1.5\n", ["--upper", "5", "--epsilon", "1"], "'id', 'z'"),
+    ("noisy-binomial", "id,y\n1,3\n2,4\n", ["--n", "10", "--epsilon", "1"], "'id', 'y'"),
+    ("noisy-poisson", "id,y,eps\n1,3,1\n2,4,1\n", ["--epsilon-column", "eps", "--noise",
+     "discrete-laplace"], "'id', 'y'"),
+    ("krr", "id,y\n0,1\n1,2\n", ["--k", "3", "--epsilon", "1"], "'id', 'y'"),
+    ("ss-normal", "id,s\n1,0.5\n2,0.1\n3,0.2\n", ["--glm", "linear", "--n", "9", "--noise-sd",
+     "1"], "'id', 's'"),
+    ("truncated-exponential", "id,y\n1,10\n2,12\n", ["--upper", "8", "--n", "5", "--epsilon",
+     "1"], "'id', 'y'"),
+    ("truncated-normal", "id,sx,sx2\n1,10,100\n2,12,130\n", ["--lower", "0", "--upper", "5",
+     "--n", "9", "--epsilon", "1"], "'id', 'sx', 'sx2'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model", "text", "opts", "names"), _ID_CASES, ids=[c[0] for c in _ID_CASES]
+)
+def test_several_candidate_columns_need_column(tmp_path, capsys, model, text, opts, names):
+    """Without --column (--columns) a file with more columns that could hold the reports than
+    the model reads is an error listing them (an ``id`` column used to be fitted, with only a
+    note); naming the column reads it."""
+    p = _write(tmp_path / "ids.csv", text)
+    assert main(["fit", model, p, *opts, *FAST]) == 2
+    out = capsys.readouterr()
+    err = out.err.strip().splitlines()[-1]
+    assert "could hold the" in err and f"({names})" in err and "--column" in err, err
+    assert "Read " not in out.out
+
+
+def test_several_candidate_columns_need_column_on_the_summary_path(tmp_path, capsys):
+    """The large-file summary path (no --max-rows) asks for --column too."""
+    from pymc_dpnoise.summaries import SUMMARY_THRESHOLD
+
+    rng = np.random.default_rng(0)
+    n = SUMMARY_THRESHOLD + 10
+    p = tmp_path / "big.csv"
+    pd.DataFrame({"id": np.arange(n), "z": rng.normal(size=n)}).to_csv(p, index=False)
+    assert main([*CN, str(p), *BOUNDS, "--epsilon", "1", *FAST]) == 2
+    assert "('id', 'z'); choose one with --column" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["x.parquet", "x.json", "x", "x.nc.tmp", "x.h5"])
+def test_save_refuses_unsupported_file_types(tmp_path, capsys, name):
+    """--save writes CSV, NetCDF or Zarr by the path's ending; any other ending is refused
+    before reading (it used to get NetCDF under a name that says otherwise)."""
+    target = tmp_path / name
+    with pytest.raises(InputError, match=r"unsupported file type.*\.csv.*\.nc.*\.zarr"):
+        check_target(str(target))
+    good = _write(tmp_path / "g.csv", "z\n0.5\n-1\n")
+    assert main([*CN, good, *BOUNDS, "--epsilon", "1", "--save", str(target), *FAST]) == 2
+    out = capsys.readouterr()
+    assert "--save" in out.err and "Read " not in out.out and not target.exists()
+    for ok in ("p.csv", "p.CSV", "p.nc", "p.zarr"):
+        assert check_target(str(tmp_path / ok)).format in ("csv", "netcdf", "zarr")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_saved_file_gets_the_mode_of_a_plain_open(tmp_path, umask):
+    """A new file: 0o666 & ~umask (the temporary file's 0o600 used to stay); a replaced file
+    keeps its mode, as ``open(path, "w")`` would."""
+    old = os.umask(umask)
+    try:
+        new = tmp_path / "new.csv"
+        write_atomic(check_target(str(new)), lambda path: Path(path).write_text("a\n1\n"))
+        plain = tmp_path / "plain.csv"
+        with open(plain, "w") as fh:
+            fh.write("x")
+        assert (new.stat().st_mode & 0o7777) == (plain.stat().st_mode & 0o7777) == 0o666 & ~umask
+        kept = tmp_path / "kept.csv"
+        kept.write_text("old")
+        os.chmod(kept, 0o640)
+        write_atomic(check_target(str(kept), force=True), lambda path: Path(path).write_text("n"))
+        assert kept.read_text() == "n" and (kept.stat().st_mode & 0o7777) == 0o640
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "clipped-normal", "x.csv", "--lower", "0", "--upper", "1"],  # missing required
+        ["fit", "clipped-normal", "x.csv", "--epsilon", "1"],  # missing --lower --upper
+        ["fit", "krr", "x.csv", "--k", "two"],  # bad value
+        ["fit", "oue"],  # missing positional
+        ["fit", "clipped-poisson", "x.csv"],  # unknown model
+        ["fit"],
+        [],
+        ["demo", "--n", "1"],
+        ["fit", "oue", "x.csv", "--epsilon", "1", "--bogus"],  # unknown option
+    ],
+)
+def test_argument_errors_are_a_usage_line_and_one_error_line(capsys, argv):
+    """Argument errors: one ``usage:`` line pointing to --help and one ``error:`` line (the
+    README's promise; argparse's own usage of ``fit MODEL`` took 14 lines)."""
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("usage: pymc-dpnoise") and lines[0].endswith("--help')")
+    assert lines[1].startswith("pymc-dpnoise") and ": error: " in lines[1]

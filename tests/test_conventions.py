@@ -206,3 +206,46 @@ def test_every_subpackage_in_the_docstring_is_an_attribute():
     for name in listed:
         assert name in pmd.__all__
         assert getattr(pmd, name).__name__ == f"pymc_dpnoise.{name}"
+
+
+def test_names_in_error_messages_are_importable():
+    """Class check (issue 22): every public class or function of the package (defined in a
+    non-private module) that an error message names must be importable from the package or
+    from a public subpackage (its ``__all__``): messages send users to these names."""
+    import ast
+    import importlib
+    import pathlib
+    import re
+
+    root = pathlib.Path(pmd.__file__).parent
+
+    def private(rel):
+        return any(p.startswith("_") and p != "__init__.py" for p in rel.parts) or rel.parts[0] in (
+            "cli",
+            "experiments",
+        )
+
+    defined = set()
+    for f in root.rglob("*.py"):
+        if private(f.relative_to(root)):
+            continue
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef) and not node.name.startswith("_"):
+                defined.add(node.name)
+    mods = [pmd] + [importlib.import_module(f"pymc_dpnoise.{s}") for s in pmd.SUBPACKAGES]
+    exported = {n for mod in mods for n in getattr(mod, "__all__", ())}
+    assert {"LaplaceNoisyTruncatedNormalGivenSum", "truncated_sum_sensitivity"} <= exported
+    named = {}
+    for f in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                text = " ".join(
+                    c.value
+                    for c in ast.walk(node.exc)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+                for tok in set(re.findall(r"\b[A-Za-z_]\w*\b", text)) & defined:
+                    named.setdefault(tok, set()).add(str(f.relative_to(root)))
+    assert len(named) > 10  # the scan finds names at all
+    missing = {tok: sorted(w) for tok, w in named.items() if tok not in exported}
+    assert not missing, missing

@@ -375,7 +375,17 @@ def _all_releases():
     for name in sorted(OPENDP_RELEASES):
         args = lambda name=name: OPENDP_RELEASES[name]() | {"epsilon": 1.0}  # noqa: E731
         cases.append((name, getattr(opendp_releases, name), args, False))
+    for name in sorted(OPENDP_COUNT_RELEASES):  # complete arguments (rho, not epsilon)
+        cases.append((name, getattr(opendp_releases, name), OPENDP_COUNT_RELEASES[name], False))
     return cases
+
+
+#: the central OpenDP count releases (found missing from the table by
+#: test_issue22_release_table_covers_every_public_release_function)
+OPENDP_COUNT_RELEASES = {
+    "release_discrete_laplace_counts": lambda: dict(counts=np.array([3, 0, 7]), epsilon=1.0),
+    "release_discrete_gaussian_counts": lambda: dict(counts=np.array([3, 0, 7]), rho=0.5),
+}
 
 
 def _arrays(released):
@@ -491,3 +501,60 @@ def test_issue22_building_blocks_named_in_messages_are_importable():
     ]:
         assert getattr(pmd, name) is getattr(dists, name), name
         assert name in pmd.__all__ and name in dir(pmd)
+
+
+def test_issue22_release_table_covers_every_public_release_function():
+    """Class check for the table above: every function of ``mechanisms.__all__`` that takes
+    an ``rng`` (found with inspect.signature), and every public ``release_*`` OpenDP wrapper,
+    is in :func:`_all_releases` and has a release guard that checks each privacy parameter of
+    its signature, so a new release function cannot skip the refusals tested there."""
+    import inspect
+
+    covered = {c[0] for c in _all_releases()}
+    functions = [
+        (n, getattr(m, n))
+        for n in m.__all__
+        if inspect.isfunction(getattr(m, n))
+        and "rng" in inspect.signature(getattr(m, n)).parameters
+    ]
+    functions += [
+        (n, f)
+        for n, f in vars(opendp_releases).items()
+        if n.startswith("release_") and getattr(f, "__module__", "") == opendp_releases.__name__
+    ]
+    assert len(functions) > 20
+    privacy_names = {"epsilon", "delta", "rho", "keep_prob", "flip_prob", "t"}
+    for name, fn in functions:
+        assert name in covered, f"{name} is not in the issue-22 release table"
+        contract = fn.__release_guard__
+        params = set(inspect.signature(fn).parameters)
+        missing = (params & privacy_names) - set(contract["privacy"])
+        assert not missing, (name, missing)
+
+
+@pytest.mark.parametrize(
+    "call,param",
+    [
+        (lambda v: m.fourier_posterior_updates(np.eye(3, dtype=int), _NB, 1.0, rng(), t=v), "t"),
+        (lambda v: m.fourier_posterior_updates(
+            np.eye(3, dtype=int), _NB, 1.0, rng(), t=1.0, max_tries=v), "max_tries"),
+        (lambda v: m.posterior_sample(np.eye(3, dtype=int), _NB, 100.0, rng(), trim=v), "trim"),
+        (lambda v: m.posterior_sample(np.eye(3, dtype=int), _NB, 1.0, rng(), size=v), "size"),
+        (lambda v: m.posterior_sampling_epsilon(_NB, 0.1, size=v), "size"),
+        (lambda v: m.posterior_sampling_epsilon(_NB, v), "trim"),
+        (lambda v: m.laplace_posterior_updates(
+            np.eye(3, dtype=int), _NB, 1.0, rng(), cardinality=v), "cardinality"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, True, -1, 0, "1", None])
+def test_issue22_posterior_numeric_parameters_refused_naming_them(call, param, bad):
+    """The non-privacy numeric parameters of the posterior mechanisms (t, trim, size,
+    max_tries, cardinality): NaN, inf, bools, out-of-range values and strings are a
+    ValueError/TypeError naming the parameter (was "math domain error", OverflowError,
+    "'float' object is not iterable")."""
+    if param == "max_tries" and bad is None:
+        pytest.skip("max_tries=None means no limit")
+    if param in ("cardinality", "trim") and bad is None:
+        pytest.skip(f"{param}=None means: the default")
+    with pytest.raises((ValueError, TypeError), match=f"`{param}`"):
+        call(bad)

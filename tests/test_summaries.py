@@ -660,3 +660,128 @@ def test_linreg_summary_equals_per_report_likelihood_and_draws_are_wishart():
     np.testing.assert_allclose(draws[:, 2, 2].var(), 2 * 50 * c[2, 2] ** 2, rtol=0.1)
     with pytest.raises(ValueError, match="n"):
         PerturbedLinRegSummary.dist(**kw, n=0)
+
+
+# ---- issue 22: the same refusals from every engine ---------------------------------------
+
+
+def _engines(tmp_path, columns: dict, tag):
+    """``columns`` as every engine that is installed: NumPy, files, DuckDB, pandas, Polars,
+    PyArrow, Dask (CSV only where the values survive a CSV round trip)."""
+    import pandas as pd
+
+    pdf = pd.DataFrame(columns)
+    out = {"numpy": pdf.to_numpy() if len(columns) > 1 else pdf.iloc[:, 0].to_numpy()}
+    out["pandas"] = pdf
+    for mod, make in (
+        ("polars", lambda m: m.from_pandas(pdf)),
+        ("pyarrow", lambda m: m.Table.from_pandas(pdf, preserve_index=False)),
+        ("duckdb", lambda m: m.from_arrow(__import__("pyarrow").Table.from_pandas(pdf))),
+        ("dask.dataframe", lambda m: m.from_pandas(pdf, npartitions=2)),
+    ):
+        try:
+            module = __import__(mod, fromlist=["_"])
+        except ImportError:
+            continue
+        out[mod.split(".")[0]] = make(module)
+    try:
+        pdf.to_parquet(tmp_path / f"{tag}.parquet", index=False)
+        out["parquet"] = tmp_path / f"{tag}.parquet"
+    except ImportError:
+        pass
+    return out
+
+
+def _builders(column):
+    """The three summary builders, each called on one column ``column`` (or all columns)."""
+    return {
+        "summarize": lambda d, name: pmd.summarize(
+            d, -5.0, 5.0, 1.0, n_bins=4, column=None if name == "numpy" else column
+        ),
+        "aggregate": lambda d, name: summaries.aggregate(
+            d, summaries.ClippedBinning(-5.0, 5.0, 4), column=None if name == "numpy" else column
+        ),
+        "summarize_histogram": lambda d, name: summaries.summarize_histogram(d),
+        "summarize_regression": lambda d, name: summaries.summarize_regression(d),
+    }
+
+
+@pytest.mark.parametrize("missing", [np.nan, None, np.inf])
+def test_missing_reports_refused_naming_the_column_on_every_engine(tmp_path, missing):
+    """NaN / None / inf: one ValueError naming the column, from every engine and builder
+    (pandas used to raise its own IntCastingNaNError from the binning expression)."""
+    for name, data in _engines(tmp_path, {"zz": [0.0, missing, 1.0]}, "nan").items():
+        for call in _builders("zz").values():
+            where = "'data'" if name == "numpy" else "'zz'"
+            with pytest.raises(ValueError, match=f"reports must be finite; column {where} has 1"):
+                call(data, name)
+
+
+def test_missing_reports_name_the_second_column(tmp_path):
+    for name, data in _engines(tmp_path, {"a": [0.0, 1.0], "b": [1.0, np.nan]}, "nan2").items():
+        where = "'column 1'" if name == "numpy" else "'b'"
+        for call in (summaries.summarize_histogram, summaries.summarize_regression):
+            with pytest.raises(ValueError, match=f"column {where} has 1 NULL"):
+                call(data)
+
+
+def test_empty_reports_one_error_on_every_engine(tmp_path):
+    """No rows: the same ValueError from every engine and builder (it used to be a reshape
+    error, a float-to-int error, or a summary of nothing)."""
+    for name, data in _engines(tmp_path, {"z": np.array([], dtype=float)}, "empty").items():
+        for call in _builders("z").values():
+            with pytest.raises(ValueError, match=r"^data: no reports \(0 rows\)"):
+                call(data, name)
+    for empty in ([], np.zeros((0, 3))):
+        with pytest.raises(ValueError, match=r"^data: no reports"):
+            summaries.summarize_histogram(empty)
+
+
+def test_non_numeric_columns_refused_on_every_engine(tmp_path):
+    """A string column is a TypeError naming it (it used to be cast: '0.5' read as 0.5)."""
+    for name, data in _engines(tmp_path, {"s": ["0.5", "1", "2"]}, "str").items():
+        for call in _builders("s").values():
+            where = "data" if name == "numpy" else "s"
+            with pytest.raises(TypeError, match=f"column '{where}' is not numeric"):
+                call(data, name)
+    with pytest.raises(TypeError, match="not numeric"):
+        summaries.summarize_regression([[1.0, "2"], [3.0, 4.0]])
+    with pytest.raises(TypeError, match="not numeric"):
+        summaries.summarize_histogram(np.array([0, "x", 1], dtype=object))
+
+
+@pytest.mark.parametrize("bad", ["1", True, np.bool_(True), None, [1.0], "nan"])
+@pytest.mark.parametrize("arg", ["lower", "upper", "epsilon", "tol"])
+def test_non_numeric_scalar_arguments_refused(arg, bad):
+    """``epsilon="1"`` (and bools, lists, None) for any scalar argument: a TypeError naming
+    it, not a silent ``float()``."""
+    kw = dict(lower=-5.0, upper=5.0, epsilon=1.0, tol=0.01)
+    kw[arg] = bad
+    with pytest.raises(TypeError, match=f"^{arg}: must be a real number"):
+        pmd.summarize(np.zeros(3), kw["lower"], kw["upper"], kw["epsilon"], tol=kw["tol"])
+    if arg != "tol":
+        with pytest.raises(TypeError, match=f"^{arg}: must be a real number"):
+            summaries.summarize_if_large(np.zeros(3), kw["lower"], kw["upper"], kw["epsilon"])
+    if arg in ("lower", "upper"):
+        with pytest.raises(TypeError, match=f"^{arg}: must be a real number"):
+            summaries.ClippedBinning(kw["lower"], kw["upper"], 4)
+    for n_bins in (True, 2.0, "4"):
+        with pytest.raises(TypeError, match=r"^n_bins: must be an integer"):
+            pmd.summarize(np.zeros(3), -5.0, 5.0, 1.0, n_bins=n_bins)
+    # numbers of every kind still work
+    assert pmd.summarize(np.zeros(3), np.int64(-5), 5, np.float32(1.0), n_bins=np.int64(4))
+
+
+@pytest.mark.parametrize("base", [2**53, 2**60, 2**62])
+def test_large_pattern_keys_never_collide(tmp_path, base):
+    """Item ids that float64 cannot tell apart (2**60 and 2**60 + 1) are refused on every
+    engine instead of being merged into one pattern; ids below 2**53 stay exact."""
+    ids = np.array([base, base + 1, 3], dtype=np.int64)
+    for data in _engines(tmp_path, {"item": ids}, f"big{base}").values():
+        with pytest.raises(ValueError, match=r"item ids must be below 2\*\*53"):
+            summaries.summarize_histogram(data)
+    ok = np.array([2**53 - 1, 2**53 - 2, 2**53 - 1], dtype=np.int64)
+    for name, data in _engines(tmp_path, {"item": ok}, "ok").items():
+        s = summaries.summarize_histogram(data)
+        assert s.patterns.tolist() == [2**53 - 2, 2**53 - 1], name
+        assert s.counts.tolist() == [1, 2], name

@@ -107,11 +107,28 @@ _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 class Parser(argparse.ArgumentParser):
-    """ArgumentParser that reads ``--lower -1e3`` as a negative number."""
+    """ArgumentParser that reads ``--lower -1e3`` as a negative number and reports argument
+    errors in two lines (:meth:`error`)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = _NEGATIVE_NUMBER
+
+    def short_usage(self) -> str:
+        """One line: the program, its positional arguments, ``[options]`` and where the full
+        usage is (argparse's own usage lists every option: 14 lines for ``fit MODEL``)."""
+        words = []
+        for action in self._get_positional_actions():
+            if isinstance(action, argparse._SubParsersAction):
+                words.append(f"{action.metavar or action.dest} ...")
+            else:
+                words.append(action.metavar or action.dest)
+        return f"usage: {self.prog} {' '.join([*words, '[options]'])} (see '{self.prog} --help')"
+
+    def error(self, message):
+        """Exit with code 2 after the short usage line and one ``error:`` line."""
+        message = " ".join(str(message).split())
+        self.exit(USAGE_ERROR, f"{self.short_usage()}\n{self.prog}: error: {message}\n")
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
@@ -208,8 +225,8 @@ def add_output_args(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         default=None,
         help="save the posterior: PATH ending in .csv -> CSV of draws (chain, draw, "
-        "parameters); .zarr -> Zarr store; anything else (e.g. .nc) -> NetCDF.  Written to "
-        "a temporary file and renamed into place; an existing PATH needs --force",
+        "parameters); .nc -> NetCDF; .zarr -> Zarr store (other endings are refused).  "
+        "Written to a temporary file and renamed into place; an existing PATH needs --force",
     )
     o.add_argument(
         "--force",

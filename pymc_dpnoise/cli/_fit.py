@@ -13,7 +13,7 @@ import signal
 import sys
 
 from ._args import INTERRUPTED, PROG, InputError, sampler_available
-from ._models import MODELS
+from ._models import MODELS, _pick_column
 from ._read import open_table
 from ._write import check_target, write_atomic
 
@@ -164,17 +164,20 @@ def _summary_data(spec, args, t):
         return None
     from ..summaries import SUMMARY_THRESHOLD, summarize_if_large
 
-    idx = t.resolve(args.column) if args.column is not None else 0
+    idx = _pick_column(t, args.column, set(), "reports")
     col = '"' + t._sql_names[idx].replace('"', '""') + '"'
     col = f"trim({col})" if t.format == "csv" else col
+    # the column keeps its name, so that the summaries' errors name it
+    name = t.names[idx] if t.names and t.names[idx] else f"column {idx}"
+    alias = '"' + name.replace('"', '""') + '"'
     rel = t._con.sql(
-        f"SELECT TRY_CAST({col} AS DOUBLE) AS z FROM {t._from} OFFSET {int(t._offset)}",
+        f"SELECT TRY_CAST({col} AS DOUBLE) AS {alias} FROM {t._from} OFFSET {int(t._offset)}",
         params=t._params,
     )
     lower = args.lower if model == "normal" else 0.0
     try:
         s, n = summarize_if_large(
-            rel, lower, args.upper, args.epsilon, model=model, column="z",
+            rel, lower, args.upper, args.epsilon, model=model, column=name,
             threshold=SUMMARY_THRESHOLD,
         )  # fmt: skip
     except ValueError as exc:  # NULL / non-numeric / non-finite reports

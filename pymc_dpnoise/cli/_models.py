@@ -232,22 +232,14 @@ def _scalar_read(table, args, *, what="reports", min_rows=2):
     _check_values(table, idx, z, "report")
     if len(z) < min_rows:
         raise InputError(f"{table.display}: only {len(z)} report, need at least {min_rows}")
-    eps, eps_desc, eps_idx = _read_epsilon(table, args, {idx})
+    eps, eps_desc, _ = _read_epsilon(table, args, {idx})
     out = dict(z=z, epsilon=eps, epsilon_desc=eps_desc)
-    used = 1 + (eps_idx is not None)
     if with_n:
-        out["n"], out["n_desc"], n_idx = _value_or_column(table, args, "n", "records", {idx})
-        used += n_idx is not None
-    note = None
-    if args.column is None and table.n_columns > used:
-        note = (
-            f"{table.display} has {table.n_columns} columns; the {what} are taken from column "
-            f"{table.label(idx)} (choose another with --column)"
-        )
+        out["n"], out["n_desc"], _ = _value_or_column(table, args, "n", "records", {idx})
     return dict(
         out,
         read=f"Read {len(z)} {what} from {table.display} (column {table.label(idx)}).",
-        note=note,
+        note=None,
         column=idx,
     )
 
@@ -257,8 +249,8 @@ SCALAR = DataKind(
     (
         _column(
             "--column",
-            "column of reports: header name or 0-based index (default: the first column "
-            "that no other option uses)",
+            "column of reports: header name or 0-based index (default: the one column "
+            "that no other option uses; required if there are several)",
         ),
         _EPSILON_OR_COLUMN,
     ),
@@ -266,13 +258,23 @@ SCALAR = DataKind(
 )
 
 
-def _pick_column(table, spec, reserved, what):
-    """Column ``spec``, or the first column no other option uses."""
+def _candidates(table, free):
+    return ", ".join(table.label(i) for i in free)
+
+
+def _pick_column(table, spec, reserved, what, flag="--column"):
+    """Column ``spec``, or the only column no other option uses; with several such columns
+    (an ``id`` column, say) the choice is the user's: an error listing them."""
     if spec is not None:
         return table.resolve(spec)
     free = table.unused(reserved)
     if not free:
         raise InputError(f"{table.display}: no column left for the {what}")
+    if len(free) > 1:
+        raise InputError(
+            f"{table.display} has {len(free)} columns that could hold the {what} "
+            f"({_candidates(table, free)}); choose one with {flag}"
+        )
     return free[0]
 
 
@@ -317,13 +319,40 @@ def _read_counts(table, args, n):
     return c, idx
 
 
+def _distinct(table, idx, flag):
+    """Refuse a column chosen twice (by name and by index, e.g. ``a,0``) by option ``flag``."""
+    seen = {}
+    for spec, i in idx:
+        if i in seen:
+            raise InputError(
+                f"{flag}: {seen[i]!r} and {spec!r} are the same column {table.label(i)}; "
+                "name each column once"
+            )
+        seen[i] = spec
+    return [i for _, i in idx]
+
+
+def _names(table, idx, fallback, what):
+    """The names of columns ``idx`` (their header names, else ``fallback(i)``); two columns
+    with the same header name are an error: the fitted ``what`` would share a label."""
+    names = [table.names[i] if table.names else fallback(i) for i in idx]
+    for j, name in enumerate(names):
+        if name in names[:j]:
+            first = idx[names.index(name)]
+            raise InputError(
+                f"{table.display}: columns {first} and {idx[j]} are both named {name!r}; the "
+                f"{what} need distinct names (rename one, or choose columns with --columns)"
+            )
+    return names
+
+
 def _chosen_columns(table, args, others):
     """``--columns``, or every column that the options ``others`` (e.g. ``epsilon_column``)
     do not name; a column named by both is an error."""
     reserved = _reserved(table, args, *others)
     if args.columns is None:
         return table.unused(reserved)
-    idx = [table.resolve(c) for c in args.columns]
+    idx = _distinct(table, [(c, table.resolve(c)) for c in args.columns], "--columns")
     both = reserved.intersection(idx)
     if both:
         what = " or ".join(o.removesuffix("_column") for o in others)
@@ -347,7 +376,7 @@ def _bits_read(table, args):
     return dict(
         out,
         z=out["z"].astype(np.int8),
-        items=[table.names[i] if table.names else str(i) for i in idx],
+        items=_names(table, idx, str, "bits (items)"),
         read=(
             f"Read {_fmt(counts.sum())} reports of k = {k} bits from {table.display} "
             f"({len(counts)} distinct patterns)."
@@ -398,8 +427,8 @@ CATEGORIES = DataKind(
     (
         _column(
             "--column",
-            "column of reported category ids 0..k-1 (default: the first column no other "
-            "option uses)",
+            "column of reported category ids 0..k-1 (default: the one column no other "
+            "option uses; required if there are several)",
         ),
         _COUNTS,
         _EPSILON_OR_COLUMN,
@@ -415,7 +444,7 @@ def _regression_read(table, args, *, labels):
     if args.x_columns is None:
         x_idx = [i for i in range(table.n_columns) if i != y_idx]
     else:
-        x_idx = [table.resolve(c) for c in args.x_columns]
+        x_idx = _distinct(table, [(c, table.resolve(c)) for c in args.x_columns], "--x-columns")
         if y_idx in x_idx:
             raise InputError(
                 f"--x-columns: column {table.label(y_idx)} is also the response column"
@@ -429,7 +458,7 @@ def _regression_read(table, args, *, labels):
     z = np.column_stack(cols)
     if len(z) < 2:
         raise InputError(f"{table.display}: only {len(z)} report, need at least 2")
-    features = [table.names[i] if table.names else f"x{i}" for i in x_idx]
+    features = _names(table, x_idx, lambda i: f"x{i}", "features")
     return dict(
         z=z,
         features=features,
@@ -492,7 +521,8 @@ STATISTICS = DataKind(
         _column(
             "--column",
             "column holding the m released statistics, one per row, in the layout of "
-            "pymc_dpnoise.mechanisms.sufficient_statistics (default: the first column)",
+            "pymc_dpnoise.mechanisms.sufficient_statistics (default: the one column that no other option "
+            "uses; required if there are several)",
         ),
         _column(
             "--noise-var-column",
@@ -519,8 +549,8 @@ RELEASES = DataKind(
     (
         _column(
             "--column",
-            "column of released noisy sums, one release per row (default: the first column "
-            "that no other option uses)",
+            "column of released noisy sums, one release per row (default: the one column "
+            "that no other option uses; required if there are several)",
         ),
         _N_OR_COLUMN,
         _RELEASE_EPSILON,
@@ -551,7 +581,7 @@ def _count_vectors_read(table, args):
     out = _release_columns(table, args, idx)
     return dict(
         out,
-        items=[table.names[i] if table.names else str(i) for i in idx],
+        items=_names(table, idx, str, "count columns (categories)"),
         read=(
             f"Read {len(out['z'])} release(s) of k = {len(idx)} noisy counts from {table.display}."
         ),
@@ -776,6 +806,17 @@ def _count_bounds(args):
     return args.lower, args.upper
 
 
+def _min_sensitivity(args, minimum, why):
+    """Refuse ``--sensitivity`` below ``minimum``: a model with less noise than the release
+    had (a sensitivity no release can have for these options) would overstate what the
+    releases say."""
+    if args.sensitivity is not None and args.sensitivity < minimum:
+        raise InputError(
+            f"--sensitivity {_fmt(args.sensitivity)} is below the minimum {_fmt(minimum)} "
+            f"({why}); a smaller value would model less noise than the release added"
+        )
+
+
 def _noisy_count_check(args):
     if getattr(args, "n", 1) < 1:
         raise InputError(f"--n must be a whole number >= 1, got {args.n}")
@@ -795,6 +836,7 @@ def _noisy_count_check(args):
         raise InputError(
             f"--sensitivity goes with --epsilon or --rho, not {given[0]} (the noise itself)"
         )
+    _min_sensitivity(args, 1.0, "one record changes an integer count by at least 1")
     _check_scale(_count_sensitivity(args), args)
     if getattr(args, "clamp", False) and (args.lower is not None or args.upper is not None):
         raise InputError(f"--clamp is --lower 0 --upper {args.n}: give one or the other")
@@ -842,18 +884,18 @@ def _noise_spec(args, epsilon, epsilon_desc):
 
 
 def _count_read(table, args):
-    """One released count per row; with a noise spec (every path but :func:`_laplace_path`),
-    the spec and the releases checked against it: integers for the integer kinds, inside the
-    clamp."""
+    """One released count per row, checked against the options: integers for the integer
+    kinds, inside the clamp (every path, ``--clamp`` too); with a noise spec (every path but
+    :func:`_laplace_path`) the spec."""
     import numpy as np
 
     out = _scalar_read(table, args)
-    if _laplace_path(args):
-        return out
     z, idx = out["z"], out["column"]
     if _NOISE_KINDS[args.noise][3]:
         why = f"--noise {args.noise} releases are integers, got {{v}}"
         _refuse_rows(table, idx, z, z != np.round(z), why)
+    # every clamp (--lower / --upper / --clamp, also on the LaplaceNoisy* path): a release
+    # outside it has likelihood 0 and would fail only once sampling starts
     lower, upper = _count_bounds(args)
     lo = -np.inf if lower is None else lower
     hi = np.inf if upper is None else upper
@@ -864,6 +906,8 @@ def _count_read(table, args):
         source = " ".join(f"{f} {_fmt(v)}" for f, v in given if v is not None)
     why = f"release {{v}} is outside the clamp [{_fmt(lo)}, {_fmt(hi)}] ({source})"
     _refuse_rows(table, idx, z, (z < lo) | (z > hi), why)
+    if _laplace_path(args):
+        return out
     spec, desc = _noise_spec(args, out["epsilon"], out["epsilon_desc"])
     return dict(out, noise=spec, noise_desc=desc)
 
@@ -874,8 +918,8 @@ COUNT_RELEASES = DataKind(
     (
         _column(
             "--column",
-            "column of released counts, one release per row (default: the first column that "
-            "no other option uses)",
+            "column of released counts, one release per row (default: the one column that "
+            "no other option uses; required if there are several)",
         ),
         OneOf(
             Opt(
@@ -1011,6 +1055,13 @@ def _truncated_check(integer):
             for flag, v in (("--lower", args.lower), ("--upper", args.upper)):
                 if v != int(v):
                     raise InputError(f"{flag} must be a whole number for counts, got {_fmt(v)}")
+        exact = max(abs(args.lower), abs(args.upper), args.upper - args.lower)
+        _min_sensitivity(
+            args,
+            exact,
+            f"the exact sensitivity of the bounds [{_fmt(args.lower)}, {_fmt(args.upper)}]: "
+            "max(|lower|, |upper|, upper - lower)",
+        )
         _check_scale(_truncated_sensitivity(args), args)
 
     return check
@@ -1061,14 +1112,11 @@ def _pair_read(table, args):
             f"{table.display}: {len(idx)} column(s) left for the releases; a release is two "
             "noisy sums (of x and of x^2)"
         )
-    note = None
     if len(idx) > 2:
-        note = (
-            f"{table.display} has {table.n_columns} columns; the noisy sums of x and of x^2 "
-            f"are taken from columns {table.label(idx[0])} and {table.label(idx[1])} "
-            "(choose others with --columns)"
+        raise InputError(
+            f"{table.display} has {len(idx)} columns that could hold the noisy sums of x and "
+            f"of x^2 ({_candidates(table, idx)}); choose two with --columns"
         )
-        idx = idx[:2]
     out = _release_columns(table, args, idx)
     return dict(
         out,
@@ -1076,7 +1124,7 @@ def _pair_read(table, args):
             f"Read {len(out['z'])} release(s) of (sum x, sum x^2) from {table.display} (columns "
             f"{table.label(idx[0])}, {table.label(idx[1])})."
         ),
-        note=note,
+        note=None,
     )
 
 
@@ -1086,7 +1134,7 @@ PAIRS = DataKind(
         _columns(
             "--columns",
             "the two columns of the noisy sums of x and of x^2, in that order (default: the "
-            "first two columns no other option uses)",
+            "two columns no other option uses; required if there are more)",
         ),
         _N_OR_COLUMN,
         _RELEASE_EPSILON,
@@ -1132,6 +1180,15 @@ def _truncated_normal_check(args):
             f"--lower ({_fmt(args.lower)}) must be smaller than --upper ({_fmt(args.upper)})"
         )
     _check_scale(args.upper - args.lower, args)
+    from ..mechanisms import truncated_normal_sum_sensitivity
+
+    exact = float(truncated_normal_sum_sensitivity(args.lower, args.upper))
+    _min_sensitivity(
+        args,
+        exact,
+        f"the exact sensitivity of the bounds [{_fmt(args.lower)}, {_fmt(args.upper)}], "
+        "pymc_dpnoise.mechanisms.truncated_normal_sum_sensitivity",
+    )
     _check_scale(_truncated_normal_sensitivity(args), args)
 
 
@@ -1195,6 +1252,7 @@ _NOISY_MULTINOMIAL_OPTIONS = (
 
 
 def _noisy_multinomial_check(args):
+    _min_sensitivity(args, 1.0, "one record changes an integer count by at least 1")
     _check_scale(args.sensitivity, args)
 
 

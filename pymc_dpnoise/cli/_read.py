@@ -98,6 +98,45 @@ class Table:
                 [("" if c is None else c.strip()) for c in first] if self.has_header else None
             )
         self._offset = 1 if self.has_header and fmt != "parquet" else 0
+        if fmt == "csv" and self.n_columns > 1:
+            self._check_ragged(opts)
+
+    def _check_ragged(self, opts):
+        """Refuse a CSV whose rows do not all have as many fields as its first row.
+
+        The reads pad short rows with NULLs (``null_padding``, so that DuckDB's sniffer copes
+        with them) and widen the table to the longest row; a ragged row would then be read as
+        if its missing cells were empty, or its extra cells ignored.  Here empty cells are read
+        as ``''`` (the NULL string is set to something no file holds), so NULL marks exactly
+        the padding and a row's field count is its number of non-NULL cells.
+        """
+        import duckdb
+
+        null = "\x01pymc-dpnoise-padding\x01"
+        src = self._from.replace(opts, opts + ", nullstr=?")
+        # read_csv's own parameters come first, then the NULL string, then the query's
+        params = [*self._params, null]
+        width = " + ".join(f"({_quote(c)} IS NOT NULL)::INTEGER" for c in self._sql_names)
+        try:
+            first = self._con.execute(f"SELECT {width} FROM {src} LIMIT 1", params).fetchall()
+            if not first:
+                return
+            expected = first[0][0]
+            rows = self._con.execute(
+                f"SELECT n, w FROM (SELECT row_number() OVER () AS n, {width} AS w FROM {src}) "
+                "WHERE w <> ? ORDER BY n LIMIT 1",
+                [*params, expected],
+            ).fetchall()
+        except duckdb.Error as exc:
+            raise InputError(f"{self.display}: cannot read as CSV: {_one_line(exc)}") from None
+        if rows:
+            n, w = rows[0]
+            where = f"data row {n - self._offset}" if n > self._offset else "the header row"
+            first_row = "header" if self._offset else "first"
+            raise InputError(
+                f"{self.display}: {where} has {w} field(s) but the {first_row} row has "
+                f"{expected}; a CSV row with missing or extra fields is not read"
+            )
 
     def _query(self, sql, params=()):
         return self._con.execute(sql, [*self._params, *params])

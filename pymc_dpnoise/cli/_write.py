@@ -14,6 +14,7 @@ import dataclasses
 import importlib.util
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -30,6 +31,10 @@ class Target:
     format: str
     exists: bool
 
+
+#: ``--save`` suffixes and their formats; any other suffix is refused (a ``.parquet`` or
+#: ``.json`` path would otherwise get a file of another format under its name)
+SAVE_FORMATS = {".csv": "csv", ".nc": "netcdf", ".zarr": "zarr"}
 
 _ZARR_META = ("zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata")
 
@@ -62,13 +67,17 @@ def check_target(path: str, *, inputs=(), force: bool = False, option: str = "--
     """Check that ``path`` can be written; raise :class:`InputError` if not."""
     p = Path(path)
     suffix = p.suffix.lower()
-    if suffix == ".csv":
-        fmt = "csv"
-    elif suffix == ".zarr":
+    fmt = SAVE_FORMATS.get(suffix)
+    if fmt is None:
+        got = repr(suffix) if suffix else "no suffix"
+        raise InputError(
+            f"{option} {path}: unsupported file type ({got}); the path must end in .csv "
+            "(draws), .nc (NetCDF) or .zarr (Zarr store)"
+        )
+    if fmt == "zarr":
         if importlib.util.find_spec("zarr") is None:
             raise InputError(f"{option} {path}: writing Zarr needs the zarr package")
-        fmt = "zarr"
-    else:
+    elif fmt == "netcdf":
         if not any(importlib.util.find_spec(m) for m in ("h5netcdf", "netCDF4")):
             raise InputError(
                 f"{option} {path}: writing NetCDF needs h5netcdf or netCDF4 (pip install "
@@ -114,10 +123,25 @@ def check_target(path: str, *, inputs=(), force: bool = False, option: str = "--
     return Target(p, fmt, exists)
 
 
+def _file_mode(path: Path) -> int:
+    """The mode ``open(path, "w")`` would leave: an existing file's own, else
+    ``0o666 & ~umask`` (the temporary file has 0o600, which is not what users expect)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return stat.S_IMODE(st.st_mode)
+    umask = os.umask(0o022)  # read the umask: set something, then put it back
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_atomic(target: Target, write, *, before_commit=None) -> None:
     """Call ``write(tmp_path)`` on a temporary path next to the target, then rename it into
     place.  ``before_commit()`` runs just before the rename (it may raise to abort); any
-    exception removes the temporary file and leaves the target as it was."""
+    exception removes the temporary file and leaves the target as it was.  A file gets the
+    mode a plain ``open(path, "w")`` would give it (:func:`_file_mode`)."""
     p = target.path
     parent = p.parent if str(p.parent) else Path(".")
     prefix = f".{p.name}.tmp-"
@@ -134,6 +158,7 @@ def write_atomic(target: Target, write, *, before_commit=None) -> None:
         if target.format != "zarr":
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
+            os.chmod(tmp, _file_mode(p))
         if before_commit is not None:
             before_commit()
         if target.format == "zarr" and os.path.lexists(p):

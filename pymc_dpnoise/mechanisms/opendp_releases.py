@@ -678,9 +678,21 @@ def _counts(counts, T):
 
 
 def _release_counts(counts, T, sensitivity, make, param, budget, budget_name):
+    from .. import noise
+
     dp = _opendp()
     arr = _counts(counts, T)
     sens = float(sensitivity)
+    # the noise the budget asks for, refused (naming the budget) before OpenDP sees it: an
+    # infinite scale was OpenDP's own exception, one outside the specs' range an error
+    # naming the spec's parameter instead of the budget
+    what = "scale" if make == "make_laplace" else "sigma"
+    if not noise.PARAM_MIN <= param <= noise.PARAM_MAX:
+        raise ValueError(
+            f"`{budget_name}` = {budget!r} with `sensitivity` = {sens!r} gives a noise {what} "
+            f"of {param!r}, outside [{noise.PARAM_MIN:g}, {noise.PARAM_MAX:g}] (no DP release "
+            f"has such noise); use a larger or smaller `{budget_name}`"
+        )
     if arr.ndim == 0:
         space = dp.atom_domain(T=T), dp.absolute_distance(T="f64")
     elif make == "make_laplace":
