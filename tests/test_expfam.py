@@ -688,3 +688,70 @@ def test_normal_laplace_gradient_matches_high_precision_reference():
     # y = m exactly: symmetric, so the derivative in y (and m) is exactly 0
     at_mean = rows[:, 0] == rows[:, 1]
     assert np.all(got[at_mean, 1] == 0.0) and np.all(got[at_mean, 2] == 0.0)
+
+
+@pytest.mark.parametrize(
+    "epsilon,sensitivity",
+    [(1e-300, None), (1e-8, 1e300), (1e8, 1e300), (1e-8, 1e-8), (1e8, None), (1e-8, None)],
+)
+def test_truncated_families_finite_at_extreme_noise(epsilon, sensitivity):
+    """Issue 22: the three truncated families are finite at extreme but valid noise.  Was NaN
+    at Laplace scales above 1e154 (epsilon = 1e-300, or a sensitivity of 1e300): the variance
+    floor 1e-300 (1 + beta^2) of ``normal_laplace_logp`` (and (1e-10 beta)^2 of the truncated
+    normal's second sum) overflowed to inf.  In the Laplace limit the CLT part no longer
+    matters: the value tends to log Laplace(y; m, beta), checked to 1e-9 (exponential)."""
+    extra = {} if sensitivity is None else {"sensitivity": sensitivity}
+    exp_ = pmd.LaplaceNoisyTruncatedExponential.dist(
+        n=100.0, lam=0.5, lower=0.0, upper=8.0, epsilon=epsilon, **extra
+    )
+    poi = pmd.LaplaceNoisyTruncatedPoisson.dist(
+        n=100.0, mu=3.0, lower=0.0, upper=8.0, epsilon=epsilon, **extra
+    )
+    for rv in (exp_, poi):
+        lp = pm.logp(rv, np.array([150.0, 400.0])).eval()
+        assert np.all(np.isfinite(lp)), (rv, lp)
+    beta = (8.0 if sensitivity is None else sensitivity) / epsilon
+    if beta > 1e100:
+        log_q, mean, _ = (float(t.eval()) for t in em.truncated_exponential_moments(0.5, 0.0, 8.0))
+        m = 100.0 * np.exp(log_q) * mean
+        lp = pm.logp(exp_, np.array([150.0, 400.0])).eval()
+        np.testing.assert_allclose(
+            lp, -np.log(2.0) - np.log(beta) - np.abs([150.0 - m, 400.0 - m]) / beta, rtol=1e-9
+        )
+    with pm.Model() as model:
+        pmd.LaplaceNoisyTruncatedNormal(
+            "y",
+            n=100.0,
+            mu=1.0,
+            sigma=2.0,
+            lower=-3.0,
+            upper=5.0,
+            epsilon=epsilon,
+            **extra,
+            observed=np.array([100.0, 300.0]),
+        )
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
+@pytest.mark.parametrize(
+    "p", [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]
+)
+def test_multinomial_finite_with_zero_probabilities(p):
+    """Issue 22: the multinomial building blocks at probabilities with exact zeros.  The counts
+    map divided by the tail mass after each category (a floor 1e-300, then 0/0): the counts
+    latent gave NaN at p = [1, 0, 0]; now the counts are exact (all n in the category of mass
+    1; on an edge, the free count moves only between the two live categories) and the density
+    is the Laplace density of the released counts around them."""
+    p = np.array(p)
+    z = np.array([0.3, -0.2])
+    counts = em.multinomial_counts_from_normal(z, 10.0, p).eval()
+    assert np.all(np.isfinite(counts)) and np.isclose(counts.sum(), 10.0)
+    np.testing.assert_allclose(counts[p == 0], 0.0, atol=1e-12)
+    if p.max() == 1.0:
+        np.testing.assert_allclose(counts, 10.0 * p, atol=1e-12)
+    value = np.array([10.0, 0.5, -0.3])
+    rv = pmd.LaplaceNoisyMultinomialGivenCounts.dist(10.0, p, z, 1.0)
+    expected = np.sum(-np.log(2 * 2.0) - np.abs(value - counts) / 2.0)
+    np.testing.assert_allclose(pm.logp(rv, value).eval(), expected, rtol=1e-12)
+    rv = pmd.LaplaceNoisyMultinomialGivenNoiseVar.dist(10.0, p, np.array([0.3, 0.2, 1.0]), 1.0)
+    assert np.isfinite(pm.logp(rv, value).eval())

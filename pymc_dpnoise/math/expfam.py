@@ -45,7 +45,7 @@ _LOG2PI = np.log(2.0 * np.pi)
 _SQRT2 = np.sqrt(2.0)
 _LOG_SQRT_PI = 0.5 * np.log(np.pi)
 #: np.float64, not Python floats: under floatX="float32" PyTensor would round them to float32
-_TINY = np.float64(1e-300)
+_TINY_SD = np.float64(1e-150)
 _MINUS_TINY = np.float64(-1e-300)
 _ERFCX_SERIES_FROM = np.float64(50.0)
 
@@ -89,9 +89,13 @@ def normal_laplace_logp(value, mean, var, scale):
     """
     value, mean, var, scale = map(_as_f64, (value, mean, var, scale))
     # v = 0 (a sum that is 0 almost surely, e.g. no record kept) is the Laplace limit; a floor
-    # of (1e-150 Laplace scales)^2 keeps x, kappa and the gradient of the square root finite
-    # there (the limit is reached long before)
-    sd = pt.sqrt(pt.maximum(var, _TINY * (1.0 + pt.sqr(scale))))
+    # of 1e-150 (1 + beta) on sd keeps x, kappa and the gradient of the square root finite
+    # there (the limit is reached long before).  Compared in sd, not as 1e-300 (1 + beta^2) on
+    # v: that overflowed to inf for beta > 1e154 (e.g. epsilon = 1e-8 with sensitivity 1e300,
+    # or epsilon = 1e-300) and made the log density NaN
+    floor_sd = _TINY_SD * (1.0 + scale)
+    use_var = pt.gt(var, pt.sqr(floor_sd))
+    sd = pt.switch(use_var, pt.sqrt(pt.switch(use_var, var, np.float64(1.0))), floor_sd)
     # the density is even in r = y - m: evaluate at |r| (whose derivative sign(0) = 0 is the
     # right one at r = 0) with the larger half fixed, no max/min tie-break to differentiate
     a = pt.abs(value - mean)
@@ -372,8 +376,13 @@ def multinomial_counts_from_normal(z, n, p):
     # tail masses rho_j = sum_{i >= j} p_i, from a reversed cumulative sum (no cancellation)
     rho = pt.cumsum(p[..., ::-1], axis=-1)[..., ::-1]
     rho_j = rho[..., :-1]
-    rho_next = pt.maximum(rho[..., 1:], 1e-300)
-    step = pt.sqrt(n * p[..., :-1] / (rho_j * rho_next)) * z
+    rho_next = rho[..., 1:]
+    # where no mass is left after category j (rho_{j+1} = 0, e.g. p = [1, 0, 0]), D_j = 0 and
+    # every later D too (rho is non-increasing): the step is 0 there, not 0/0 = NaN (and not
+    # the 1/1e-300 of a floor, which overflowed).  Double where: safe denominators elsewhere.
+    live = pt.gt(rho_next, 0.0)
+    denom = pt.switch(live, rho_j * rho_next, np.float64(1.0))
+    step = pt.switch(live, pt.sqrt(n * p[..., :-1] / denom), 0.0) * z
     dev = rho_next * pt.cumsum(step, axis=-1)  # D_1 .. D_{k-1}
     # not zeros_like(dev[..., :1]): the slice's length is computed symbolically, a traced
     # value in JAX that jnp.broadcast_to refuses as a shape (numpyro failed with dims)
