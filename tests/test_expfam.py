@@ -634,3 +634,124 @@ def test_truncated_poisson_finite_when_no_record_is_kept():
     for m in (1e16, 1e300, 1e-151):  # outside the stated rate range: refused, not NaN
         with pytest.raises(ParameterValueError, match="rate"):
             f(m)
+
+
+def test_normal_laplace_gradient_matches_high_precision_reference():
+    """Issue 22: the gradient of ``normal_laplace_logp`` against the closed-form derivatives
+    in 90-digit arithmetic (``tests/normal_laplace_reference.py``), on a grid with y = m
+    exactly, |y - m|/sd in {1e-12, 0.3, 1, 1e3, 1e8, 1e10, 1e12, 1e15} (both signs), sd in
+    {1e-3, 2.5, 1e6}, m in {0, -3e4} and Laplace scales 1e-8 .. 1e8.
+
+    Promise (docs/guarantees.rst): ``|g - ref| <= 1e-9 |ref| + 1e-12 S`` per argument, S the
+    size of the terms the derivative is made of: S_y = S_m = 1/sd + min(1/beta, x/sd),
+    S_v = min((1 + x^2)/v, 1/beta^2 + 1/v), S_beta = min(1/beta, (1 + x)/sd + beta (1 +
+    x^2)/v) (x = |y - m|/sd).  Was: at y = m the max/min tie-break gave d/dy = 0.129
+    (sd 2.5, beta 1) and 797.9 (sd 1e-3, beta 1e8) where symmetry gives 0; d/dv = 0 where
+    the truth is -1/(2v) = -0.08 (beta 1e-8); d/dbeta -1.1e20 where the truth is 2.0e4
+    (|y - m|/sd = 1e15, beta 1e-8); 386 of 2160 derivatives off.  Now all within, worst
+    1.4e-11 S; the value to 4.4e-16 relative.
+    """
+    from normal_laplace_reference import normal_laplace_logp_and_grad
+
+    if "nl_grad" not in _FNS:
+        y, m, v, b = (pt.dvector(k) for k in "ymvb")
+        lp = em.normal_laplace_logp(y, m, v, b)
+        _FNS["nl_grad"] = pytensor.function([y, m, v, b], [lp, *pt.grad(lp.sum(), [y, m, v, b])])
+    xs = (0.0, 1e-12, -1e-12, 0.3, 1.0, -1.0, 1e3, 1e8, 1e10, 1e12, 1e15, -1e15)
+    rows = np.array(
+        [
+            (m0 + x * sd, m0, sd**2, beta)
+            for sd in (1e-3, 2.5, 1e6)
+            for m0 in (0.0, -3e4)
+            for beta in (1e-8, 1e-3, 1.0, 1e3, 1e8)
+            for x in xs
+        ]
+    )
+    got = np.array(_FNS["nl_grad"](*rows.T)).T
+    ref = np.array([normal_laplace_logp_and_grad(*row) for row in rows])
+    assert np.all(np.isfinite(got))
+    y, m, v, b = rows.T
+    sd = np.sqrt(v)
+    x = np.abs(y - m) / sd
+    size = np.stack(
+        [
+            np.maximum(1.0, np.abs(ref[:, 0])) * 1e3,  # the value: 1e-9 relative
+            1 / sd + np.minimum(1 / b, x / sd),
+            1 / sd + np.minimum(1 / b, x / sd),
+            np.minimum((1 + x**2) / v, 1 / b**2 + 1 / v),
+            np.minimum(1 / b, (1 + x) / sd + b * (1 + x**2) / v),
+        ],
+        axis=1,
+    )
+    bad = np.abs(got - ref) > 1e-9 * np.abs(ref) + 1e-12 * size
+    assert not bad.any(), [(rows[i], j, got[i, j], ref[i, j]) for i, j in np.argwhere(bad)][:5]
+    # y = m exactly: symmetric, so the derivative in y (and m) is exactly 0
+    at_mean = rows[:, 0] == rows[:, 1]
+    assert np.all(got[at_mean, 1] == 0.0) and np.all(got[at_mean, 2] == 0.0)
+
+
+@pytest.mark.parametrize(
+    "epsilon,sensitivity",
+    [(1e-300, None), (1e-8, 1e300), (1e8, 1e300), (1e-8, 1e-8), (1e8, None), (1e-8, None)],
+)
+def test_truncated_families_finite_at_extreme_noise(epsilon, sensitivity):
+    """Issue 22: the three truncated families are finite at extreme but valid noise.  Was NaN
+    at Laplace scales above 1e154 (epsilon = 1e-300, or a sensitivity of 1e300): the variance
+    floor 1e-300 (1 + beta^2) of ``normal_laplace_logp`` (and (1e-10 beta)^2 of the truncated
+    normal's second sum) overflowed to inf.  In the Laplace limit the CLT part no longer
+    matters: the value tends to log Laplace(y; m, beta), checked to 1e-9 (exponential)."""
+    extra = {} if sensitivity is None else {"sensitivity": sensitivity}
+    exp_ = pmd.LaplaceNoisyTruncatedExponential.dist(
+        n=100.0, lam=0.5, lower=0.0, upper=8.0, epsilon=epsilon, **extra
+    )
+    poi = pmd.LaplaceNoisyTruncatedPoisson.dist(
+        n=100.0, mu=3.0, lower=0.0, upper=8.0, epsilon=epsilon, **extra
+    )
+    for rv in (exp_, poi):
+        lp = pm.logp(rv, np.array([150.0, 400.0])).eval()
+        assert np.all(np.isfinite(lp)), (rv, lp)
+    beta = (8.0 if sensitivity is None else sensitivity) / epsilon
+    if beta > 1e100:
+        log_q, mean, _ = (float(t.eval()) for t in em.truncated_exponential_moments(0.5, 0.0, 8.0))
+        m = 100.0 * np.exp(log_q) * mean
+        lp = pm.logp(exp_, np.array([150.0, 400.0])).eval()
+        np.testing.assert_allclose(
+            lp, -np.log(2.0) - np.log(beta) - np.abs([150.0 - m, 400.0 - m]) / beta, rtol=1e-9
+        )
+    with pm.Model() as model:
+        pmd.LaplaceNoisyTruncatedNormal(
+            "y",
+            n=100.0,
+            mu=1.0,
+            sigma=2.0,
+            lower=-3.0,
+            upper=5.0,
+            epsilon=epsilon,
+            **extra,
+            observed=np.array([100.0, 300.0]),
+        )
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
+@pytest.mark.parametrize(
+    "p", [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]
+)
+def test_multinomial_finite_with_zero_probabilities(p):
+    """Issue 22: the multinomial building blocks at probabilities with exact zeros.  The counts
+    map divided by the tail mass after each category (a floor 1e-300, then 0/0): the counts
+    latent gave NaN at p = [1, 0, 0]; now the counts are exact (all n in the category of mass
+    1; on an edge, the free count moves only between the two live categories) and the density
+    is the Laplace density of the released counts around them."""
+    p = np.array(p)
+    z = np.array([0.3, -0.2])
+    counts = em.multinomial_counts_from_normal(z, 10.0, p).eval()
+    assert np.all(np.isfinite(counts)) and np.isclose(counts.sum(), 10.0)
+    np.testing.assert_allclose(counts[p == 0], 0.0, atol=1e-12)
+    if p.max() == 1.0:
+        np.testing.assert_allclose(counts, 10.0 * p, atol=1e-12)
+    value = np.array([10.0, 0.5, -0.3])
+    rv = pmd.LaplaceNoisyMultinomialGivenCounts.dist(10.0, p, z, 1.0)
+    expected = np.sum(-np.log(2 * 2.0) - np.abs(value - counts) / 2.0)
+    np.testing.assert_allclose(pm.logp(rv, value).eval(), expected, rtol=1e-12)
+    rv = pmd.LaplaceNoisyMultinomialGivenNoiseVar.dist(10.0, p, np.array([0.3, 0.2, 1.0]), 1.0)
+    assert np.isfinite(pm.logp(rv, value).eval())

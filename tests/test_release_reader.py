@@ -448,3 +448,41 @@ def test_issue22_naive_bayes_release_refuses_bad_parts(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         NaiveBayesRelease(**args)
     NaiveBayesRelease(np.array([3.0, 7.5, 1.0, 2.0, 4.0, 3.5]), 10.0, 2.0)  # integral float ok
+
+
+def test_auto_method_normal_only_where_close_to_exact():
+    """Issue 22: ``noise_aware_model(method="auto")`` switched to the normal approximation for
+    every n > 400, also at Laplace scales far below one count (n = 401, scale 0.06: off by
+    -3.6 / -2.4 / -3.3 nats at pi = 0.40 / 0.38 / 0.42).  Now "auto" is the exact method
+    there (equal to 1e-6 nats), and over n in {401, 800} x scale in {0.06, 1, 4, 8}, wherever
+    "auto" picks the approximation its log-likelihood differences (over pi, theta within
+    +-0.04 of the truth) are within 0.3 nats of the exact ones (measured: up to 0.25)."""
+    rng = np.random.default_rng(5)
+    net = BayesNet.naive_bayes(1)
+    th = {0: np.array([[0.6, 0.4]]), 1: np.array([[0.3, 0.7], [0.8, 0.2]])}
+    points = [
+        (pi, np.array([[t0, 0.7]])) for pi in (0.36, 0.38, 0.4, 0.42, 0.44) for t0 in (0.25, 0.35)
+    ]
+    for n in (401, 800):
+        x = net.sample_data(th, n, rng)
+        for scale in (0.06, 1.0, 4.0, 8.0):
+            rel = m.laplace_posterior_updates(x, net, 4.0 / scale, rng)
+            assert np.isclose(rel.metadata["scale"], scale)
+            reader = NaiveBayesRelease(release_reports(rel), n, scale)
+            model = noise_aware_model(reader)
+            z = release_reports(rel)
+            exact = np.array([compiled_logp(n)(z, pi, t, scale) for pi, t in points])
+            if model.release_method == "exact":
+                assert scale < 4.0
+                lp = model.compile_logp(vars=[model["release"]], sum=True)
+                for (pi, t), ref in list(zip(points, exact, strict=True))[:3]:
+                    ip = {"theta_class_logodds__": np.log(pi / (1 - pi)),
+                          "theta_logodds__": np.log(t / (1 - t))}  # fmt: skip
+                    assert abs(float(lp(ip)) - ref) < 1e-6
+                continue
+            assert scale >= 4.0
+            normal = np.array(
+                [compiled_logp(n, "normal", scale)(z, pi, t, scale) for pi, t in points]
+            )
+            d = exact - normal
+            assert d.max() - d.min() < 0.3, (n, scale, d.max() - d.min())

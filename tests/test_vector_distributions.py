@@ -379,3 +379,83 @@ def test_backends_agree_every_setting(case):
     """As test_backends_agree, at every protocol setting of the case (tiny and huge noise)."""
     pytest.importorskip("jax")
     _check_backends(case, case.model_settings[1:])
+
+
+# --------------------------------------------------------------------------------------------
+# Extreme but valid parameters (issue 22)
+# --------------------------------------------------------------------------------------------
+
+
+def _extreme_overrides(case):
+    """Extreme but valid parameter values of a case: every privacy budget and sensitivity at
+    1e-8 and at 1e8, a sensitivity of 1e300 (a budget at the largest valid value, 700, where the family refuses 1e8:
+    the frequency oracles, whose e^epsilon must fit in float64), probabilities with exact zeros
+    (a scalar p at 0 and 1; a simplex at a vertex and on an edge), and the zero probabilities
+    at both budgets."""
+    t = case.typical
+    out = []
+    budgets = [k for k in ("epsilon", "epsilon_y") if k in t]
+    noise = budgets + (["sensitivity"] if budgets and "sensitivity" in case.core_ndim else [])
+    for key in noise:
+        out += [{key: np.float64(1e-8)}, {key: np.float64(1e8)}]
+    # a Laplace scale near the top of the float64 range (1e300 with the typical budget)
+    out += [{"sensitivity": np.float64(1e300)}] if "sensitivity" in noise else []
+    if "p" in t:
+        p = np.asarray(t["p"], dtype="float64")
+        if p.ndim == 0:
+            zeros = [np.float64(0.0), np.float64(1.0)]
+        else:
+            vertex, edge = np.zeros(p.shape[-1]), np.zeros(p.shape[-1])
+            vertex[0], edge[-2:] = 1.0, 0.5
+            zeros = [vertex, edge]
+        for pz in zeros:
+            out.append({"p": pz})
+            out += [{"p": pz, key: np.float64(v)} for key in budgets for v in (1e-8, 1e8)]
+    return out
+
+
+def _valid_logp(case, data, overrides):
+    """``(overrides, logp)`` at the overrides, a budget of 1e8 lowered to 700 if refused."""
+    from pymc.logprob.utils import ParameterValueError
+
+    try:
+        return overrides, logp_function(case, data, _f64(dict(case.typical, **overrides)))
+    except ParameterValueError:
+        lowered = {
+            k: np.float64(700.0) if np.ndim(v) == 0 and v == 1e8 else v
+            for k, v in overrides.items()
+        }
+        if lowered == overrides:
+            raise
+        return lowered, logp_function(case, data, _f64(dict(case.typical, **lowered)))
+
+
+@cases
+def test_logp_finite_and_right_at_extreme_valid_parameters(case):
+    """Issue 22: at extreme but valid parameters the log density of typical reports is finite
+    (each exact value is: the reports have positive density under every such parameter set)
+    and equals the case's independent reference wherever that evaluates, to
+    ``max(case.rtol, 1e-6)`` (the quadrature references of the truncated families are good to
+    only about 2e-7 in the normal limit, beta = sensitivity/epsilon < 1e-7 sd, where the
+    convolution itself agrees with the 90-digit reference of
+    ``tests/normal_laplace_reference.py`` to 1e-15:
+    ``test_expfam.py::test_normal_laplace_gradient_matches_high_precision_reference``).  Was NaN for the
+    truncated families at epsilon = 1e-8 with sensitivity 1e300 or at epsilon = 1e-300 (a
+    variance floor 1e-300 (1 + beta^2) overflowed; ``test_expfam.py::
+    test_truncated_families_finite_at_extreme_noise``) and for the multinomial counts latent
+    at p = [1, 0, 0] (``test_expfam.py::test_multinomial_finite_with_zero_probabilities``;
+    the multinomial has no registry case)."""
+    data = case.simulate(np.random.default_rng(3), case.typical, 3)
+    for overrides in _extreme_overrides(case):
+        overrides, ours = _valid_logp(case, data, overrides)
+        params = _f64(dict(case.typical, **overrides))
+        assert np.all(np.isfinite(ours)), dict(overrides=overrides, logp=ours)
+        try:
+            ref = np.asarray(case.reference(data, **params), dtype="float64")
+        except Exception:  # a quadrature reference may not reach the extreme; finite is checked
+            continue
+        if np.all(np.isfinite(ref)):
+            err = np.abs(ours - ref) / np.maximum(1.0, np.abs(ref))
+            assert np.max(err) <= max(case.rtol, 1e-6), dict(
+                overrides=overrides, ours=ours, ref=ref
+            )

@@ -27,7 +27,6 @@ import numpy as np
 import pytensor.tensor as pt
 
 from ._special import log_poisson_cdf_ratio, log_poisson_pmf
-from .clipped import _tilted_tails
 
 __all__ = [
     "multinomial_counts_from_normal",
@@ -43,6 +42,12 @@ __all__ = [
 
 _LOG2 = np.log(2.0)
 _LOG2PI = np.log(2.0 * np.pi)
+_SQRT2 = np.sqrt(2.0)
+_LOG_SQRT_PI = 0.5 * np.log(np.pi)
+#: np.float64, not Python floats: under floatX="float32" PyTensor would round them to float32
+_TINY_SD = np.float64(1e-150)
+_MINUS_TINY = np.float64(-1e-300)
+_ERFCX_SERIES_FROM = np.float64(50.0)
 
 
 def _as_f64(x):
@@ -84,16 +89,68 @@ def normal_laplace_logp(value, mean, var, scale):
     """
     value, mean, var, scale = map(_as_f64, (value, mean, var, scale))
     # v = 0 (a sum that is 0 almost surely, e.g. no record kept) is the Laplace limit; a floor
-    # of (1e-150 Laplace scales)^2 keeps x, kappa and the gradient of the square root finite
-    # there (the limit is reached long before)
-    sd = pt.sqrt(pt.maximum(var, 1e-300 * (1.0 + pt.sqr(scale))))
-    x = (value - mean) / sd
+    # of 1e-150 (1 + beta) on sd keeps x, kappa and the gradient of the square root finite
+    # there (the limit is reached long before).  Compared in sd, not as 1e-300 (1 + beta^2) on
+    # v: that overflowed to inf for beta > 1e154 (e.g. epsilon = 1e-8 with sensitivity 1e300,
+    # or epsilon = 1e-300) and made the log density NaN
+    floor_sd = _TINY_SD * (1.0 + scale)
+    use_var = pt.gt(var, pt.sqr(floor_sd))
+    sd = pt.switch(use_var, pt.sqrt(pt.switch(use_var, var, np.float64(1.0))), floor_sd)
+    # the density is even in r = y - m: evaluate at |r| (whose derivative sign(0) = 0 is the
+    # right one at r = 0) with the larger half fixed, no max/min tie-break to differentiate
+    a = pt.abs(value - mean)
+    a_over_scale = a / scale  # kappa * x, formed directly (its derivative in sd is 0)
+    x = a / sd
     kappa = sd / scale
-    left, _ = _tilted_tails(x, kappa)
-    right, _ = _tilted_tails(-x, kappa)
-    hi = pt.maximum(left, right)
-    lo = pt.minimum(left, right)
-    return -_LOG2 - pt.log(scale) + hi + pt.log1p(pt.exp(lo - hi))
+    a_scale_sd = a * scale / sd  # beta * x
+    up = pt.ge(x, kappa)
+    # u1 = |x - kappa|/sqrt2 (one-sided derivative at 0), u2 = (x + kappa)/sqrt2, and beta*u
+    u1 = pt.switch(up, x - kappa, kappa - x) / _SQRT2
+    bu1 = pt.switch(up, a_scale_sd - sd, sd - a_scale_sd) / _SQRT2
+    u2 = (x + kappa) / _SQRT2
+    bu2 = (a_scale_sd + sd) / _SQRT2
+    log_scale = pt.log(scale)
+    l1 = _log_scaled_erfcx(u1, bu1, log_scale) - _LOG2  # log(erfcx(u1)/(2 beta))
+    l2 = _log_scaled_erfcx(u2, bu2, log_scale) - _LOG2
+    # larger half E(|x|) - log beta and smaller minus larger, d = E(-|x|) - E(|x|) <= 0:
+    # x >= kappa: E(|x|) = kappa^2/2 - kappa|x| + log Phi(|x| - kappa)
+    # x < kappa:  E(|x|) = -x^2/2 + log(erfcx(u1)/2); always E(-|x|) = -x^2/2 + log(erfcx(u2)/2)
+    tail_far = pt.log1mexp(pt.minimum(l1 + log_scale - pt.sqr(u1), _MINUS_TINY))
+    hi = pt.switch(
+        up, 0.5 * pt.sqr(kappa) - a_over_scale - log_scale + tail_far, l1 - 0.5 * pt.sqr(x)
+    )
+    d = pt.switch(up, l2 + log_scale - pt.sqr(u1) - tail_far, l2 - l1)
+    return -_LOG2 + hi + pt.log1p(pt.exp(d))
+
+
+def _log_scaled_erfcx(u, cu, log_c):
+    r""":math:`\log(c\,\operatorname{erfcx}(u))`, :math:`u \ge 0`, with an accurate gradient.
+
+    PyTensor differentiates :math:`\operatorname{erfcx}` as :math:`2u\operatorname{erfcx}(u)
+    - 2/\sqrt\pi`, which cancels for large ``u`` (relative error about
+    :math:`10^{-16}u^2`: noise from :math:`u \approx 10^8` on).  For :math:`u \ge 50` the
+    asymptotic series
+
+    .. math::
+
+        \log\bigl(c\operatorname{erfcx}(u)\bigr) = -\log(cu) - \tfrac12\log\pi
+            + \log\Bigl(1 + \sum_{j=1}^{6} (-1)^j \frac{(2j-1)!!}{(2u^2)^j}\Bigr)
+
+    is used (truncation error below :math:`135135/5000^7 < 2\cdot10^{-21}`; PyTensor's
+    derivative below 50 is good to about :math:`3\cdot10^{-13}`).  ``cu`` is :math:`c u`
+    formed by the caller without cancellation, so that with :math:`c = \beta` the
+    :math:`\log\beta` inside :math:`-\log u = \log\beta - \log(\beta u)` cancels in the
+    algebra, not in the gradient (the normal limit :math:`\beta \to 0`).  Both branches are
+    evaluated at safe arguments where the other is taken (double where).
+    """
+    big = pt.ge(u, _ERFCX_SERIES_FROM)
+    u_small = pt.switch(big, np.float64(1.0), u)
+    u_big = pt.switch(big, u, _ERFCX_SERIES_FROM)
+    cu_big = pt.switch(big, cu, np.float64(1.0))
+    z = 0.5 / pt.sqr(u_big)
+    series = z * (-1.0 + z * (3.0 + z * (-15.0 + z * (105.0 + z * (-945.0 + z * 10395.0)))))
+    asymptotic = -pt.log(cu_big) - _LOG_SQRT_PI + pt.log1p(series)
+    return pt.switch(big, asymptotic, pt.log(pt.erfcx(u_small)) - log_c)
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,8 +376,13 @@ def multinomial_counts_from_normal(z, n, p):
     # tail masses rho_j = sum_{i >= j} p_i, from a reversed cumulative sum (no cancellation)
     rho = pt.cumsum(p[..., ::-1], axis=-1)[..., ::-1]
     rho_j = rho[..., :-1]
-    rho_next = pt.maximum(rho[..., 1:], 1e-300)
-    step = pt.sqrt(n * p[..., :-1] / (rho_j * rho_next)) * z
+    rho_next = rho[..., 1:]
+    # where no mass is left after category j (rho_{j+1} = 0, e.g. p = [1, 0, 0]), D_j = 0 and
+    # every later D too (rho is non-increasing): the step is 0 there, not 0/0 = NaN (and not
+    # the 1/1e-300 of a floor, which overflowed).  Double where: safe denominators elsewhere.
+    live = pt.gt(rho_next, 0.0)
+    denom = pt.switch(live, rho_j * rho_next, np.float64(1.0))
+    step = pt.switch(live, pt.sqrt(n * p[..., :-1] / denom), 0.0) * z
     dev = rho_next * pt.cumsum(step, axis=-1)  # D_1 .. D_{k-1}
     # not zeros_like(dev[..., :1]): the slice's length is computed symbolically, a traced
     # value in JAX that jnp.broadcast_to refuses as a shape (numpyro failed with dims)

@@ -234,7 +234,7 @@ def truncated_normal_sum_laplace_logp(value, z, n, mu, sigma, lower, upper, scal
 
     the second term in closed form (:func:`pymc_dpnoise.math.expfam.normal_laplace_logp`).
     Integrating :math:`z` against :math:`N(0, 1)` gives the CLT density of :math:`y`; NUTS
-    does that integral.  A variance floor of :math:`(10^{-10}\beta)^2` is added to
+    does that integral.  A variance floor of :math:`(10^{-10}\min(\beta, 10^{150}))^2` is added to
     :math:`l_{22}^2` (it is 0 when no record can fall in :math:`[a, b]`; the change to the
     density is of order :math:`10^{-20}`).
     """
@@ -242,7 +242,9 @@ def truncated_normal_sum_laplace_logp(value, z, n, mu, sigma, lower, upper, scal
     m1, m2, l11, l21, l22_sq = _clt(n, mu, sigma, lower, upper)
     s1 = m1 + l11 * z
     first = -_LOG2 - pt.log(scale) - pt.abs(value[..., 0] - s1) / scale
-    var2 = l22_sq + pt.sqr(1e-10 * scale)
+    # the floor's scale is capped at 1e150: (1e-10 beta)^2 overflowed to inf for beta > 1e164
+    # (e.g. epsilon = 1e-300, or a sensitivity of 1e300) and made the log density NaN
+    var2 = l22_sq + pt.sqr(np.float64(1e-10) * pt.minimum(scale, np.float64(1e150)))
     second = normal_laplace_logp(value[..., 1], m2 + l21 * z, var2, scale)
     return first + second
 
