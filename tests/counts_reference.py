@@ -47,13 +47,14 @@ def log_factorial(m):
 def binom_logpmf(s, n, p):
     s = np.asarray(s, dtype=LD)
     n, p = LD(n), LD(p)
-    return (
-        log_factorial(n)
-        - log_factorial(s)
-        - log_factorial(n - s)
-        + np.where(s > 0, s * np.log(p), 0)
-        + np.where(n - s > 0, (n - s) * np.log1p(-p), 0)
-    )
+    with np.errstate(divide="ignore", invalid="ignore"):  # p in {0, 1}: the where picks 0
+        return (
+            log_factorial(n)
+            - log_factorial(s)
+            - log_factorial(n - s)
+            + np.where(s > 0, s * np.log(p), 0)
+            + np.where(n - s > 0, (n - s) * np.log1p(-p), 0)
+        )
 
 
 def poisson_logpmf(s, mu):
