@@ -165,6 +165,15 @@ def _batch_shape(params, shape):
     return batch
 
 
+def _harmless_where_refused(ok, n, mu, sigma, lower, upper):
+    """(n, mu, sigma, lower, upper) with refused parameter sets replaced by harmless values,
+    so that the logp evaluated there has no NaN in its gradients."""
+    return [
+        pt.switch(ok, v, h)
+        for v, h in ((n, 1.0), (mu, 0.0), (sigma, 1.0), (lower, -1.0), (upper, 1.0))
+    ]
+
+
 class LaplaceNoisyTruncatedNormalGivenSum(_NoImputeContinuous):
     r"""Released pair :math:`(\sum x, \sum x^2)` of truncated Gaussian records, given the latent.
 
@@ -221,11 +230,7 @@ class LaplaceNoisyTruncatedNormalGivenSum(_NoImputeContinuous):
             & (epsilon > 0)
             & (sensitivity > 0)
         )
-        # refused parameter sets are evaluated at harmless values (no NaN in the gradients)
-        safe = [
-            pt.switch(ok, v, h)
-            for v, h in ((n, 1.0), (mu, 0.0), (sigma, 1.0), (lower, -1.0), (upper, 1.0))
-        ]
+        safe = _harmless_where_refused(ok, n, mu, sigma, lower, upper)
         scale = pt.switch(ok, sensitivity / epsilon, 1.0)
         res = nmath.truncated_normal_sum_laplace_logp(value, z, *safe, scale)
         res = _ninf_where_not(finite, res)
@@ -321,11 +326,7 @@ class GaussianNoisyTruncatedNormal(_NoImputeContinuous):
         )  # fmt: skip
         finite, value = _finite_reports(value, 1)
         ok = (n >= 0) & pt.eq(n, pt.floor(n)) & (sigma > 0) & (lower < upper) & (noise_sigma > 0)
-        # refused parameter sets are evaluated at harmless values (no NaN in the gradients)
-        safe = [
-            pt.switch(ok, v, h)
-            for v, h in ((n, 1.0), (mu, 0.0), (sigma, 1.0), (lower, -1.0), (upper, 1.0))
-        ]
+        safe = _harmless_where_refused(ok, n, mu, sigma, lower, upper)
         res = nmath.truncated_normal_sum_gaussian_logp(
             value, *safe, pt.switch(ok, noise_sigma, 1.0)
         )
