@@ -78,6 +78,12 @@ MODELS = ("noise-aware", "naive", "censored")
 #: prior of the hierarchy: mu ~ Normal(MU0, MU_SD), tau ~ HalfNormal(TAU_SD)
 MU0, MU_SD, TAU_SD = -1.0, 1.0, 1.0
 
+#: groups of at least this many records get a centred logit (``eta_big ~ Normal(mu, tau)``),
+#: smaller ones the non-centred ``mu + tau * z``: on one replicate at 1000 + 1000 NUTS steps
+#: this took 14,000-21,000 leapfrog steps where all non-centred took 31,000-63,000, and the
+#: worst split R-hat of mu / tau fell from 1.03-1.04 to 1.004-1.012
+CENTERED_MIN_N = 200
+
 #: group-size classes of the pooled coverage rows (n_g below 50, 50-199, 200 and more)
 SIZE_CLASSES = {"n < 50": (0, 50), "50 <= n < 200": (50, 200), "n >= 200": (200, np.inf)}
 
@@ -90,8 +96,8 @@ SETTINGS = {
         replicates=200,
         naive_replicates=200,
         censored_replicates=0,
-        draws=300,
-        tune=300,
+        draws=500,
+        tune=500,
         fit_draws=1000,
         fit_tune=1000,
         sampler="nutpie",
@@ -207,16 +213,23 @@ def build_model(n, release, spec, model: str = "noise-aware"):
     :func:`noisy_binomial`).
     """
     import pymc as pm
+    import pytensor.tensor as pt
 
     n = np.asarray(n, dtype=np.int64)
     data = model_data(release, n, model)
     coords = {"group": np.arange(n.size)}
+    big = n >= CENTERED_MIN_N
     with pm.Model(coords=coords) as m:
         y = pm.Data("reports", data, dims="group")
         mu = pm.Normal("mu", MU0, MU_SD)
         tau = pm.HalfNormal("tau", TAU_SD)
-        z = pm.Normal("z", 0.0, 1.0, dims="group")
-        eta = mu + tau * z
+        # centred where the data pin the group down, non-centred where the prior dominates
+        # (fixed by the public group sizes, not by the data)
+        z = pm.Normal("z", 0.0, 1.0, shape=int((~big).sum()))
+        eta_big = pm.Normal("eta_big", mu, tau, shape=int(big.sum()))
+        eta = pt.zeros(n.size)
+        eta = pt.set_subtensor(eta[np.flatnonzero(~big)], mu + tau * z)
+        eta = pt.set_subtensor(eta[np.flatnonzero(big)], eta_big)
         p = pm.Deterministic("p", pm.math.sigmoid(eta), dims="group")
         if model == "naive":
             pm.Binomial("y", n=n, logit_p=eta, observed=y, dims="group")
@@ -292,6 +305,7 @@ def _sbc_path(cache_dir, model, rho, cfg, replicates, seed) -> tuple[Path, str]:
     )
     if model != "naive":
         key["likelihood"] = "NoisyBinomial"  # the committed runs before used a window copy
+    key["centered_min_n"] = CENTERED_MIN_N  # runs before were non-centred throughout
     name = f"sbc_{model}_rho{rho:g}_R{replicates}.npz"
     return Path(cache_dir) / name, json.dumps(key, sort_keys=True)
 
