@@ -9,9 +9,10 @@ own group), the number of people with income above 50K plus discrete Gaussian no
   treated state populations): neighbouring data sets differ in one person's income label, so
   the vector of counts has :math:`\ell_2` sensitivity 1 and the whole release is
   :math:`\rho`-zCDP with :math:`\sigma = 1/\sqrt{2\rho}` on every count;
-* the analyst fits a hierarchical logistic model, :math:`\operatorname{logit} p_g = \mu + \tau
-  z_g` (non-centred), :math:`\mu \sim N(-1, 1)`, :math:`\tau \sim \text{HalfNormal}(1)`,
-  :math:`z_g \sim N(0, 1)`, with three likelihoods:
+* the analyst fits a hierarchical logistic model, :math:`\operatorname{logit} p_g \sim N(\mu,
+  \tau^2)`, :math:`\mu \sim N(-1, 1)`, :math:`\tau \sim \text{HalfNormal}(1)` (non-centred,
+  :math:`\mu + \tau z_g`, below :data:`CENTERED_MIN_N` records, centred above), with three
+  likelihoods:
 
   - ``noise-aware``: :class:`pymc_dpnoise.NoisyBinomial` with the release's noise spec (the
     latent count summed out exactly);
