@@ -295,6 +295,8 @@ def sample_compiled(
 ):
     """Sample a compiled nutpie model with new data; returns ``(draws of var, info)``.
 
+    Needs nutpie, which the ``samplers`` extra installs (``pip install "pymc-dpnoise[samplers]"``).
+
     ``draws of var`` has shape ``(kept chains * draws, *var.shape)``; ``info`` holds the number
     of divergences, the worst split-R̂ over the components of ``var`` (kept chains), the wall
     time and ``chains_dropped``.  ``data`` are the model's ``pm.Data`` values
