@@ -355,10 +355,15 @@ class BayesNet:
         """A ``pgmpy.models.DiscreteBayesianNetwork`` with CPTs ``theta`` (imports pgmpy).
 
         Node ``i`` is named ``names[i]`` (default ``"X{i}"``).  Use it for queries on a released
-        parameter set (for example a posterior sample or a posterior mean).
+        parameter set (for example a posterior sample or a posterior mean).  Needs ``pgmpy``
+        (>= 1.0), which the ``pgmpy`` extra installs: ``pip install "pymc-dpnoise[pgmpy]"``.
         """
-        from pgmpy.factors.discrete import TabularCPD
-        from pgmpy.models import DiscreteBayesianNetwork
+        from ._optional import require
+
+        feature = "BayesNet.to_pgmpy"
+        TabularCPD = require("pgmpy.factors.discrete", extra="pgmpy", feature=feature).TabularCPD
+        models = require("pgmpy.models", extra="pgmpy", feature=feature)
+        DiscreteBayesianNetwork = models.DiscreteBayesianNetwork
 
         theta = self.check_theta(theta)
         names = list(names) if names is not None else [f"X{i}" for i in range(self.n_nodes)]

@@ -295,6 +295,8 @@ def sample_compiled(
 ):
     """Sample a compiled nutpie model with new data; returns ``(draws of var, info)``.
 
+    Needs nutpie, which the ``samplers`` extra installs (``pip install "pymc-dpnoise[samplers]"``).
+
     ``draws of var`` has shape ``(kept chains * draws, *var.shape)``; ``info`` holds the number
     of divergences, the worst split-R̂ over the components of ``var`` (kept chains), the wall
     time and ``chains_dropped``.  ``data`` are the model's ``pm.Data`` values
@@ -308,8 +310,9 @@ def sample_compiled(
     """
     import time
 
-    import nutpie
+    from ._optional import require
 
+    nutpie = require("nutpie", extra="samplers", feature="sample_compiled")
     t0 = time.perf_counter()
     kw = {} if target_accept is None else dict(target_accept=target_accept)
     trace = nutpie.sample(
@@ -503,7 +506,9 @@ def simulation_based_calibration(
     draws, tune, chains : int
         NUTS settings per replicate.
     sampler : {"nutpie", "pymc", "numpyro"}
-        NUTS implementation.  nutpie compiles once per worker and swaps the data.
+        NUTS implementation.  nutpie compiles once per worker and swaps the data.  nutpie and
+        numpyro come with the ``samplers`` extra (``pip install "pymc-dpnoise[samplers]"``);
+        without it, pass ``sampler="pymc"``.
 
     Returns
     -------
@@ -513,6 +518,14 @@ def simulation_based_calibration(
         raise ValueError("`n_replicates` must be >= 1")
     if sampler not in ("nutpie", "pymc", "numpyro"):
         raise ValueError("`sampler` must be one of 'nutpie', 'pymc', 'numpyro'")
+    from ._optional import require
+
+    feature = f"simulation_based_calibration(sampler={sampler!r})"
+    if sampler == "nutpie":  # checked here, not in the worker processes
+        require("nutpie", extra="samplers", feature=feature, load=False)
+    elif sampler == "numpyro":
+        require("numpyro", extra="samplers", feature=feature, load=False)
+        require("jax", extra="samplers", feature=feature, load=False)
     n_jobs = n_jobs or min(2, os.cpu_count() or 1)
     seeds = np.random.SeedSequence(seed).spawn(n_replicates)
     chunks = [seeds[i::n_jobs] for i in range(n_jobs)]

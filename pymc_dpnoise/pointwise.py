@@ -164,6 +164,35 @@ def compute_log_likelihood(idata, *, model=None, var_names=None, extend_inferenc
     return idata
 
 
+def _relative_efficiency(idata) -> float:
+    """The relative efficiency ``r_eff`` that :func:`arviz.loo` uses by default.
+
+    The mean over every element of every posterior variable of the "mean" effective sample
+    size (:func:`arviz.ess` with ``method="mean"``), divided by the number of draws
+    (chains x draws); 1 for a single chain.  This is what ArviZ computes when ``reff`` is not
+    given (``arviz_stats`` 1.3, a private helper there), written with ArviZ's public functions
+    so that an ArviZ release cannot break it; tests/test_pointwise.py checks the two agree.
+
+    Parameters
+    ----------
+    idata : DataTree
+        With a ``posterior`` group whose sample dimensions are ``chain`` and ``draw``.
+
+    Returns
+    -------
+    float
+    """
+    import arviz as az
+
+    posterior = idata["posterior"].to_dataset()
+    if posterior.sizes["chain"] == 1:
+        return 1.0
+    n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
+    ess = az.ess(posterior, method="mean")
+    values = np.hstack([ess[v].values.ravel() for v in ess.data_vars])
+    return float(values.mean() / n_samples)
+
+
 def loo(idata, var_name=None, *, reff=None, **kwargs):
     """PSIS-LOO (:func:`arviz.loo`) that also handles reports carrying no information.
 
@@ -180,7 +209,8 @@ def loo(idata, var_name=None, *, reff=None, **kwargs):
     var_name : str, optional
         Observed variable, required when the log-likelihood group has several.
     reff : float, optional
-        Relative efficiency; computed from the posterior by default, as ArviZ does.
+        Relative efficiency; computed from the posterior by default, as ArviZ does
+        (``_relative_efficiency``).
     **kwargs
         Passed to :func:`arviz.loo` (e.g. ``pointwise=True``).
     """
@@ -201,10 +231,7 @@ def loo(idata, var_name=None, *, reff=None, **kwargs):
     if not bool(constant.any()):
         return az.loo(idata, var_name=var_name, reff=reff, **kwargs)
     if reff is None:
-        from arviz_stats.loo.loo_helper import _get_r_eff
-
-        n_samples = int(np.prod([da.sizes[d] for d in SAMPLE_DIMS]))
-        reff = _get_r_eff(idata, n_samples)
+        reff = _relative_efficiency(idata)
     # PSIS on every column, with the constant ones replaced by a harmless non-constant stand-in
     # (their weights are then overwritten by the exact uniform weights).
     ramp = np.linspace(0.0, 1.0, int(np.prod([da.sizes[d] for d in SAMPLE_DIMS])))

@@ -196,15 +196,33 @@ def test_print_model_names_the_regression_parameters():
 def test_every_subpackage_in_the_docstring_is_an_attribute():
     """The package docstring's "Subpackages" list, SUBPACKAGES, __all__ and the attributes
     agree (issue 23: ``pmd.math`` used to raise AttributeError)."""
+    import os
+    import pathlib
     import re
+    import subprocess
+    import sys
 
     import pymc_dpnoise as pmd
 
     doc = pmd.__doc__.split("Subpackages\n-----------\n", 1)[1]
     listed = re.findall(r"^([a-z_]+)$", doc, flags=re.M)
     assert tuple(listed) == pmd.SUBPACKAGES
+    # lazily: a bare import loads none of them (nor NumPy / PyMC), so --help stays fast
+    code = (
+        "import sys, pymc_dpnoise as p; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pymc', 'pytensor'}), "
+        "sorted(m for m in sys.modules if m.startswith('pymc_dpnoise.')), "
+        "set(p.SUBPACKAGES) <= set(dir(p)))"
+    )
+    root = str(pathlib.Path(pmd.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["[]", "[]", "True"], out
     for name in listed:
         assert name in pmd.__all__
+        assert name in dir(pmd)
         assert getattr(pmd, name).__name__ == f"pymc_dpnoise.{name}"
 
 

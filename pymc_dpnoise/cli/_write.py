@@ -75,8 +75,12 @@ def check_target(path: str, *, inputs=(), force: bool = False, option: str = "--
             "(draws), .nc (NetCDF) or .zarr (Zarr store)"
         )
     if fmt == "zarr":
-        if importlib.util.find_spec("zarr") is None:
-            raise InputError(f"{option} {path}: writing Zarr needs the zarr package")
+        from .._optional import MissingOptionalDependency, require
+
+        try:
+            require("zarr", extra="zarr", feature=f"{option} {path} (a Zarr store)", load=False)
+        except MissingOptionalDependency as err:
+            raise InputError(str(err)) from None
     elif fmt == "netcdf":
         if not any(importlib.util.find_spec(m) for m in ("h5netcdf", "netCDF4")):
             raise InputError(

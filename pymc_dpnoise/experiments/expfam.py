@@ -76,6 +76,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._optional import require
 from ..baselines import expfam as bl
 from ..diagnostics import SBCProblem, mmd, posterior_quantile, sample_compiled
 from .toolkit import experiment_parser, sbc_coverage, seeded_rng, write_table
@@ -616,7 +617,7 @@ def compiled_model(family: str, problem=None):
         problem = FAMILIES[family].problem(n=10, epsilon=1.0)
     key = (family, getattr(problem, "variant", None))
     if key not in _COMPILED:
-        import nutpie
+        nutpie = require("nutpie", extra="notebooks", feature="the expfam experiments")
 
         _, release = problem.simulate(np.random.default_rng(0))  # a release of the right shape
         kw = {} if FAMILIES[family].jitter else dict(jitter_rvs=set())
@@ -1058,7 +1059,7 @@ def run_hierarchical(
     count at ε, fit partial pooling and independent noise-aware models (NUTS) and the naive
     independent conjugate update, and record each area's posterior mean and central
     ``interval``.  One row per (repeat, method, area)."""
-    import nutpie
+    nutpie = require("nutpie", extra="notebooks", feature="the expfam experiments")
 
     cfg = SETTINGS[mode]["hier"]
     sizes = area_sizes(cfg["areas"])

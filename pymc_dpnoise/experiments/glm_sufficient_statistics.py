@@ -90,6 +90,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._optional import require
 from ..baselines import dp_sgld, ldp_sgd, least_squares, logistic_mle
 from ..datasets import adult_data, wine_data
 from ..diagnostics import (
@@ -742,9 +743,9 @@ def posterior_contraction(
     """
     import warnings
 
-    import nutpie
-
     from ..diagnostics import _fit_nutpie
+
+    nutpie = require("nutpie", extra="notebooks", feature="posterior_contraction")
 
     rng = np.random.default_rng(seed)
     sd0 = problem.prior_sd()

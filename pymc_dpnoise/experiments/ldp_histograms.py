@@ -162,7 +162,15 @@ def multi_freq_ldpy_estimates(reports, epsilon) -> dict:
     Both sum the reports with Python's ``sum`` over rows, which keeps the input dtype: int8
     reports would overflow, so they are passed as float64.
     """
-    from multi_freq_ldpy.pure_frequency_oracles.UE import UE_Aggregator_IBU, UE_Aggregator_MI
+    from .._optional import require
+
+    ue = require(
+        "multi_freq_ldpy.pure_frequency_oracles.UE",
+        extra="notebooks",
+        feature="multi_freq_ldpy_estimates",
+        package="multi-freq-ldpy",
+    )
+    UE_Aggregator_IBU, UE_Aggregator_MI = ue.UE_Aggregator_IBU, ue.UE_Aggregator_MI
 
     z = np.asarray(reports, dtype=np.float64)
     k = z.shape[-1]

@@ -157,12 +157,9 @@ class OpenDPRelease:
 
 
 def _opendp():
-    try:
-        import opendp.prelude as dp
-    except ImportError as err:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "releasing with OpenDP needs the `opendp` package: pip install 'pymc-dpnoise[opendp]'"
-        ) from err
+    from .._optional import require
+
+    dp = require("opendp.prelude", extra="opendp", feature="releasing with OpenDP")
     dp.enable_features("contrib")
     return dp
 
