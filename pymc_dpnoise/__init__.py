@@ -10,10 +10,16 @@ noise
     Gaussian noise of real DP systems (OpenDP, Tumult, Google's DP library, the 2020 Census),
     with exact samplers and readers of their releases.
 mechanisms
-    Release-side NumPy mechanisms (what the data holder or client runs), including the
-    posterior-release mechanisms for discrete Bayesian networks.
+    Release-side NumPy mechanisms (what the data holder or client runs); the posterior-release
+    mechanisms are importable here too.
+posterior_release
+    The Zhang, Rubinstein & Dimitrakakis (AAAI 2016) paper in one place: publishing a posterior
+    of a discrete Bayesian network (Laplace and Fourier mechanisms on the count updates,
+    posterior sampling, MAP by the exponential mechanism), the network structure
+    (:class:`BayesNet`), and the noise-aware reading of a release (PyMC model, exact posterior).
 bayesnet
-    Discrete Bayesian network structure (:class:`BayesNet`) behind the posterior releases.
+    The Bayesian network structure (:class:`BayesNet`), kept at its old path; it lives in
+    ``posterior_release.network``.
 privacy_check
     Empirical privacy checks (largest log-ratio of output frequencies on neighbours).
 math
@@ -70,7 +76,7 @@ _OTHER = {
     "LaplaceNoisyMultinomialGivenNoiseVar": ".distributions.expfam",
     "LaplaceNoisyTruncatedNormalGivenSum": ".distributions.expfam_normal",
     "truncated_sum_sensitivity": ".distributions.expfam",
-    "BayesNet": ".bayesnet",
+    "BayesNet": ".posterior_release",
     "summarize": ".summaries",
     "compute_log_likelihood": ".pointwise",
     "loo": ".pointwise",
@@ -82,6 +88,7 @@ _OTHER = {
 SUBPACKAGES = (
     "noise",
     "mechanisms",
+    "posterior_release",
     "bayesnet",
     "privacy_check",
     "math",

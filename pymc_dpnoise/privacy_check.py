@@ -89,7 +89,7 @@ def empirical_privacy_loss(
     ----------
     mechanism : callable
         ``mechanism(data, rng)`` returns one output (e.g. a
-        :class:`~pymc_dpnoise.mechanisms.posterior.Release`).
+        :class:`~pymc_dpnoise.posterior_release.release.Release`).
     data, neighbour
         Two neighbouring data sets.
     statistic : callable

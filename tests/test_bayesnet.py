@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from pymc_dpnoise.bayesnet import BayesNet, as_bayesnet
+from pymc_dpnoise.posterior_release.network import BayesNet, as_bayesnet
 
 
 def brute_counts(x, parents, card):

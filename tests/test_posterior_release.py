@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pymc_dpnoise import mechanisms as m
-from pymc_dpnoise.bayesnet import BayesNet
-from pymc_dpnoise.mechanisms.posterior import _fourier_tables
+from pymc_dpnoise import posterior_release as m
+from pymc_dpnoise.posterior_release import BayesNet
+from pymc_dpnoise.posterior_release.updates import _fourier_tables
 from pymc_dpnoise.privacy_check import empirical_privacy_loss
 
 CHAIN = {0: (), 1: (0,), 2: (1,)}
@@ -691,7 +691,7 @@ def test_issue22_bernoulli_posterior_sample_neighbours_within_epsilon():
 def test_issue22_log_betainc_where_betainc_underflows(a, b, x):
     from scipy import integrate, special
 
-    from pymc_dpnoise.mechanisms._truncated import log_betainc
+    from pymc_dpnoise.posterior_release._truncated import log_betainc
 
     def h(t):
         return (a - 1) * np.log(t) + (b - 1) * np.log1p(-t)
@@ -741,7 +741,7 @@ def test_issue22_categorical_posterior_sample_outside_the_trimmed_simplex():
 
 def test_issue22_trimmed_dirichlet_draws_match_plain_rejection():
     """Where plain rejection from the Dirichlet is affordable, the two samplers agree."""
-    from pymc_dpnoise.mechanisms._truncated import truncated_dirichlet
+    from pymc_dpnoise.posterior_release._truncated import truncated_dirichlet
 
     g = rng(45)
     for a, lo in [([5.0, 1.5, 30.0, 2.0], 0.05), ([0.5, 4.0, 0.7], 0.15)]:

@@ -1,4 +1,4 @@
-"""Noise-aware reading of an Algorithm 1 naive Bayes release (pymc_dpnoise.release_reader).
+"""Noise-aware reading of an Algorithm 1 naive Bayes release (posterior_release.reader).
 
 The PyTensor likelihood against a brute-force sum over every possible true data set; the exact
 mixture posterior (``ExactPosterior``) against the same likelihood integrated by Gauss-Legendre
@@ -15,15 +15,10 @@ import pytensor.tensor as pt
 import pytest
 from scipy.special import betaln, gammaln, logsumexp
 
-from pymc_dpnoise import mechanisms as m
-from pymc_dpnoise.bayesnet import BayesNet
+from pymc_dpnoise import posterior_release as m
 from pymc_dpnoise.math.counts import clamped_binomial_laplace_logp
-from pymc_dpnoise.math.release import (
-    clamped_laplace_kernel_logp,
-    naive_bayes_release_logp,
-    naive_bayes_release_logp_normal,
-)
-from pymc_dpnoise.release_reader import (
+from pymc_dpnoise.posterior_release import (
+    BayesNet,
     ExactPosterior,
     NaiveBayesRelease,
     noise_aware_model,
@@ -31,6 +26,11 @@ from pymc_dpnoise.release_reader import (
     predict_proba,
     release_reports,
     simulate_release,
+)
+from pymc_dpnoise.posterior_release.math import (
+    clamped_laplace_kernel_logp,
+    naive_bayes_release_logp,
+    naive_bayes_release_logp_normal,
 )
 
 

@@ -6,15 +6,15 @@ Behind ``notebooks/posterior_release.ipynb``.
 * :func:`run_fig1` — the paper's Fig. 1: naive Bayes, 16 binary features, 1000 synthetic
   records of which 50 train, uniform Beta priors, test accuracy against ε for the non-private
   posterior, Algorithm 1 read by plug-in (the paper) and noise-aware
-  (:class:`~pymc_dpnoise.release_reader.ExactPosterior`), Algorithm 2 at 90% non-negativity
-  and posterior sampling.
+  (:class:`~pymc_dpnoise.posterior_release.reader.ExactPosterior`), Algorithm 2 at 90%
+  non-negativity and posterior sampling.
 * :func:`run_fig2` — the paper's Fig. 2: linear regression, test MSE against the prior
   precision, on Wine (both colours).  The paper's U.S. census extract (IPUMS, 370k records) is
   not available; Wine is the real regression data set shipped with the package.
 * :func:`run_sbc_exact` — SBC of the noise-aware and plug-in readings of an Algorithm 1
   release with exact posterior quantiles (no MCMC error);
   :func:`run_sbc_nuts` — SBC of the PyMC model
-  (:func:`~pymc_dpnoise.release_reader.noise_aware_model`) fitted with NUTS.
+  (:func:`~pymc_dpnoise.posterior_release.reader.noise_aware_model`) fitted with NUTS.
 * :func:`run_privacy` — empirical privacy check of every mechanism on two neighbouring data
   sets (:func:`pymc_dpnoise.privacy_check.empirical_privacy_loss`).
 
@@ -117,7 +117,7 @@ def _feature_truth(net, theta):
 
 
 def _nb_accuracy(pi, theta, x_test, y_test):
-    from ..release_reader import predict_proba
+    from ..posterior_release import predict_proba
 
     return float(np.mean((predict_proba(pi, theta, x_test) > 0.5) == y_test))
 
@@ -131,9 +131,8 @@ def _beta_means(tables, prior=1.0):
 
 
 def _fig1_repeat(cfg, seed, r):
-    from .. import mechanisms as m
-    from ..bayesnet import BayesNet
-    from ..release_reader import ExactPosterior, plugin_posterior
+    from .. import posterior_release as m
+    from ..posterior_release import BayesNet, ExactPosterior, plugin_posterior
 
     net = BayesNet.naive_bayes(cfg["n_features"])
     rng = seeded_rng(seed, r)
@@ -221,11 +220,11 @@ def run_fig2(mode=None, out=OUT, seed=2026, recompute=False) -> pd.DataFrame:
     its training mean, divided by 3 and clipped to [-1, 1].  10% of the records train (as the
     paper's census experiment); σ = 1 (the paper's Appendix D).  For prior precision ``b`` the
     weights are restricted to norm ``10 / sqrt(b)`` (the paper's choice); the ε this gives is
-    :func:`pymc_dpnoise.mechanisms.linreg_sampling_epsilon`.  Methods: the non-private
-    posterior mean (ridge with penalty ``b``) and one posterior sample (the mechanism).  MSE in
-    quality units squared.
+    :func:`pymc_dpnoise.posterior_release.sampling.linreg_sampling_epsilon`.  Methods: the
+    non-private posterior mean (ridge with penalty ``b``) and one posterior sample (the
+    mechanism).  MSE in quality units squared.
     """
-    from .. import mechanisms as m
+    from .. import posterior_release as m
     from ..datasets import scale_features, wine_features
 
     mode = _mode(mode)
@@ -281,8 +280,8 @@ class NaiveBayesReleaseSBC(SBCProblem):
     """An Algorithm 1 release of naive Bayes data (``n`` records, ``n_features`` features).
 
     Truth from the uniform prior; ``simulate`` returns the release as the flat reports vector
-    (:func:`pymc_dpnoise.release_reader.release_reports`).  Noise-aware model:
-    :func:`~pymc_dpnoise.release_reader.noise_aware_model` (exact sum); naive model: the
+    (:func:`pymc_dpnoise.posterior_release.reader.release_reports`).  Noise-aware model:
+    :func:`~pymc_dpnoise.posterior_release.reader.noise_aware_model` (exact sum); naive model: the
     paper's plug-in reading, Beta priors updated with the released counts as if exact.
     """
 
@@ -299,9 +298,8 @@ class NaiveBayesReleaseSBC(SBCProblem):
         return 2.0 * (self.n_features + 1) / self.epsilon
 
     def simulate(self, rng):
-        from .. import mechanisms as m
-        from ..bayesnet import BayesNet
-        from ..release_reader import release_reports
+        from .. import posterior_release as m
+        from ..posterior_release import BayesNet, release_reports
 
         net = BayesNet.naive_bayes(self.n_features)
         theta = net.sample_parameters(self.prior, rng)
@@ -313,7 +311,7 @@ class NaiveBayesReleaseSBC(SBCProblem):
     def build_model(self, reports, noise_aware=True):
         import pymc as pm
 
-        from ..release_reader import NaiveBayesRelease, noise_aware_model
+        from ..posterior_release import NaiveBayesRelease, noise_aware_model
 
         rd = NaiveBayesRelease(reports, self.n, self.scale)
         if noise_aware:
@@ -347,7 +345,7 @@ def _exact_quantiles(problem: NaiveBayesReleaseSBC, replicates, seed):
     """Posterior quantiles of the truth, exact: noise-aware (mixture of Betas) and plug-in."""
     from scipy.special import betainc
 
-    from ..release_reader import ExactPosterior, NaiveBayesRelease, plugin_posterior
+    from ..posterior_release import ExactPosterior, NaiveBayesRelease, plugin_posterior
 
     aware, plug = [], []
     seeds = np.random.SeedSequence(seed).spawn(replicates)
@@ -371,9 +369,8 @@ def _exact_quantiles_fourier(problem: NaiveBayesReleaseSBC, replicates, seed):
     Beta(a + h_1, b + h_0) with the released table cells clipped at 0."""
     from scipy.special import betainc
 
-    from .. import mechanisms as m
-    from ..bayesnet import BayesNet
-    from ..release_reader import ExactPosterior
+    from .. import posterior_release as m
+    from ..posterior_release import BayesNet, ExactPosterior
 
     net = BayesNet.naive_bayes(problem.n_features)
     a = problem.prior
@@ -516,7 +513,7 @@ def privacy_cases(epsilon: float = 1.0):
     flips every node with ``n = 1`` (the clamp atoms make the bound tight); for the others a
     few records, one changed, and bins of the released value.
     """
-    from .. import mechanisms as m
+    from .. import posterior_release as m
 
     eps = float(epsilon)
     lin = m.LinRegModel(sigma=1.0)

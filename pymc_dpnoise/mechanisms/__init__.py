@@ -11,6 +11,13 @@ over its arguments, so a vector ``epsilon`` gives each record its own budget.
    significant bits for differential privacy").  Use them to simulate releases and to test
    models.  To release real data, use a hardened library such as
    `OpenDP <https://opendp.org>`_, then model its output with this package.
+
+The posterior-release mechanisms of Zhang, Rubinstein & Dimitrakakis (AAAI 2016)
+(``laplace_posterior_updates``, ``fourier_posterior_updates``, ``posterior_sample``,
+``posterior_sample_linreg``, ``exponential_map``, the ``Release`` record and their privacy
+bookkeeping) live with the rest of that paper in :mod:`pymc_dpnoise.posterior_release`.  They
+are importable from here too, as the same objects, loaded on first use: that subpackage builds
+on this one's ``core``, so importing it eagerly here would make an import cycle.
 """
 
 from .core import (
@@ -53,20 +60,6 @@ from .frequency import (
     unary_encoding_estimate,
     unary_encoding_perturb,
 )
-from .posterior import (
-    Budget,
-    LinRegModel,
-    Release,
-    exponential_map,
-    fourier_closure,
-    fourier_posterior_updates,
-    laplace_posterior_updates,
-    linreg_sampling_epsilon,
-    posterior_sample,
-    posterior_sample_linreg,
-    posterior_sampling_epsilon,
-    total_spent,
-)
 from .regression import (
     PerturbedRelease,
     clip_response,
@@ -85,6 +78,40 @@ from .sufficient import (
     sufficient_statistics,
     t2,
 )
+
+#: the posterior-release names re-exported from :mod:`pymc_dpnoise.posterior_release` (PEP 562)
+_POSTERIOR_RELEASE = (
+    "Budget",
+    "LinRegModel",
+    "Release",
+    "exponential_map",
+    "fourier_closure",
+    "fourier_posterior_updates",
+    "laplace_posterior_updates",
+    "linreg_sampling_epsilon",
+    "posterior_sample",
+    "posterior_sample_linreg",
+    "posterior_sampling_epsilon",
+    "total_spent",
+)
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _POSTERIOR_RELEASE:
+        value = getattr(importlib.import_module("..posterior_release", __name__), name)
+    elif name == "posterior":  # the old module, kept as a re-export (``mechanisms.posterior``)
+        value = importlib.import_module(".posterior", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Budget",

@@ -1,11 +1,12 @@
 r"""Exact draws from Beta and Dirichlet laws restricted to boxes, at any concentration.
 
-The posterior-sampling mechanism (:func:`~pymc_dpnoise.mechanisms.posterior_sample`) releases
-one draw from a conjugate posterior restricted to :math:`\{\theta_v \ge \omega\}`.  Its privacy
-proof (Theorem 4 of Zhang et al. 2016) assumes the draw comes from *exactly* that law, so the
-sampler must stay exact when the restricted range lies far in a tail of the posterior (e.g.
-thousands of records whose frequency falls outside the trimmed range), where the Beta CDF
-underflows to 0 and an inverse-CDF sampler returns the wrong end of the range.
+The posterior-sampling mechanism
+(:func:`~pymc_dpnoise.posterior_release.sampling.posterior_sample`) releases one draw from a
+conjugate posterior restricted to :math:`\{\theta_v \ge \omega\}`.  Its privacy proof
+(Theorem 4 of Zhang et al. 2016) assumes the draw comes from *exactly* that law, so the sampler
+must stay exact when the restricted range lies far in a tail of the posterior (e.g. thousands
+of records whose frequency falls outside the trimmed range), where the Beta CDF underflows to 0
+and an inverse-CDF sampler returns the wrong end of the range.
 
 * :func:`log_betainc` is :math:`\log I_x(a, b)`, finite far in the tails (a continued fraction
   in log space where ``scipy.special.betainc`` underflows).
