@@ -1206,7 +1206,7 @@ def _report_chunks(data, engine, columns, con=None):
             conn = con or duckdb.connect()
             cols = columns or [d[0] for d in conn.sql(f"SELECT * FROM {src} LIMIT 0").description]
             sel = ", ".join(f"CAST({_quote(c)} AS DOUBLE)" for c in cols)
-            reader = conn.execute(f"SELECT {sel} FROM {src}").fetch_record_batch(_CHUNK)
+            reader = conn.sql(f"SELECT {sel} FROM {src}").fetch_record_batch(_CHUNK)
         else:
             cols = list(columns) if columns is not None else list(data.columns)
             sel = ", ".join(f"CAST({_quote(c)} AS DOUBLE) AS {_quote(c)}" for c in cols)
@@ -1291,6 +1291,11 @@ def _newton_theta(fun, theta, Bmat, Ahat, *, max_iter=60, ridge=1e-8):
     return theta, h
 
 
+#: largest label budget summarize_logreg accepts (1 - rho = sigmoid(-10) = 4.5e-5: an absolute
+#: quadrature error of 1e-15 in E[sigmoid] stays below 1e-10 relative to the label probability)
+MAX_LOGREG_EPSILON = 10.0
+
+
 def summarize_logreg(
     data,
     sigma_x,
@@ -1349,8 +1354,12 @@ def summarize_logreg(
     )
 
     eps = _real("epsilon_y", epsilon_y)
-    if not (np.isfinite(eps) and eps > 0):
-        raise ValueError(f"epsilon_y: must be a finite scalar > 0, got {eps}")
+    if not (np.isfinite(eps) and 0 < eps <= MAX_LOGREG_EPSILON):
+        raise ValueError(
+            f"epsilon_y: must be in (0, {MAX_LOGREG_EPSILON:g}] for the summary, got {eps} (above, "
+            "1 - rho < 5e-5 and the weights' quadrature error, relative to it, is no longer "
+            "negligible: use PerturbedLogReg)"
+        )
     engine = _engine(data)
     n_total = _check_reports(data, engine, columns, con=con)
     rng = np.random.default_rng(seed)

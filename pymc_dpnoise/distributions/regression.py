@@ -884,8 +884,9 @@ class PerturbedLogRegSummaryRV(SymbolicRandomVariable):
         d = _static_last_dim(theta)
         if d is None:
             raise ValueError("theta: PerturbedLogRegSummary needs a theta of known length d")
-        out = _RefuseDraws()(pt.zeros((packed_size(d),), dtype="float64") + tol * 0.0)
-        return _rv_node(cls, rng, size, [theta, cov, sigma_x, epsilon_y, tol], rng, out)
+        next_rng, u = uniform(0.0, 1.0, rng=rng, return_next_rng=True)
+        out = _RefuseDraws()(pt.zeros((packed_size(d),), dtype="float64") + u * 0.0)
+        return _rv_node(cls, rng, size, [theta, cov, sigma_x, epsilon_y, tol], next_rng, out)
 
 
 #: default tolerance (nats) of PerturbedLogRegSummary's remainder bound
@@ -1002,7 +1003,7 @@ class PerturbedLogRegSummary(_NoImputeContinuous):
                 f"observed: a summary of length {size} does not belong to d = {d} features"
             )
         eps = float(constant_value(epsilon_y))
-        res, bound, ok = perturbed_logreg_summary_logp(value, theta, cov, sigma_x, eps, tol, d)
+        res, _, ok = perturbed_logreg_summary_logp(value, theta, cov, sigma_x, eps, tol, d)
         return check_parameters(
             res,
             *_all_finite(theta, cov, sigma_x),

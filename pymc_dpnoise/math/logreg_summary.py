@@ -119,7 +119,7 @@ _NODES = 40
 # --------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sigmoid_derivative_poly(m: int) -> np.ndarray:
     """Coefficients (ascending) of the polynomial P_m with sigmoid^(m)(u) = P_m(sigmoid(u))."""
     p = np.polynomial.Polynomial([0.0, 1.0])  # s
@@ -129,7 +129,7 @@ def sigmoid_derivative_poly(m: int) -> np.ndarray:
     return p.coef.copy()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _poly_extrema(m: int) -> tuple[float, float]:
     """(min, max) over u of sigmoid^(m)(u), i.e. of P_m on [0, 1] (critical points and ends)."""
     p = np.polynomial.Polynomial(sigmoid_derivative_poly(m))
@@ -160,7 +160,7 @@ def _psi_bounds(epsilon: float, m: int) -> tuple[float, float]:
     return h, 2.0 * h
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cyclic_partition_sum(r: int) -> int:
     """sum over set partitions sigma of {1..r} of (|sigma| - 1)!."""
     # Stirling numbers of the second kind
@@ -268,7 +268,7 @@ def _dv_rule(m):
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mixed_derivative_polynomials() -> dict:
     r""":math:`K_{k,j}` as polynomials in :math:`K_1 .. K_8` (dict monomial exponents -> coefficient).
 
@@ -333,7 +333,7 @@ def _hermite_e(n: int, x):
     return out[: n + 1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _x_basis(order: int) -> np.ndarray:
     """Matrix A with sigmoid^(m)(u) = sum_j A[m, j] x^j, x = 1 - 2 sigmoid(u) = -tanh(u/2)."""
     s_of_x = np.polynomial.Polynomial([0.5, -0.5])
@@ -448,6 +448,10 @@ def _sym_index(d: int, k: int):
     return idx, np.asarray(mult)
 
 
+#: rows per block of the tensor moments (bounds the (rows, d(d+1)/2) monomial array)
+_ROWS = 65536
+
+
 def fourth_moments(zx) -> np.ndarray:
     """Sum of z^(x4) over the rows of ``zx`` (n, d), as a full (d, d, d, d) tensor.
 
@@ -458,8 +462,11 @@ def fourth_moments(zx) -> np.ndarray:
     d = zx.shape[1]
     idx2, _ = _sym_index(d, 2)
     i2 = np.asarray(idx2)
-    q = zx[:, i2[:, 0]] * zx[:, i2[:, 1]]
-    m4 = q.T @ q
+    m4 = np.zeros((len(idx2), len(idx2)))
+    for start in range(0, len(zx), _ROWS):
+        zb = zx[start : start + _ROWS]
+        q = zb[:, i2[:, 0]] * zb[:, i2[:, 1]]
+        m4 += q.T @ q
     full4 = np.empty((d, d, d, d))
     for p, (i, j) in enumerate(idx2):
         for r_, (k, l_) in enumerate(idx2):
@@ -489,8 +496,11 @@ def chunk_moments(zx, zy, beta0, v0, epsilon, *, fourth: bool = True) -> dict:
         out[f"c2{j}"] = (w * kw[(2, j)][:, None]).T @ w
     idx2, _ = _sym_index(d, 2)
     i2 = np.asarray(idx2)
-    q = w[:, i2[:, 0]] * w[:, i2[:, 1]]  # (n, d(d+1)/2) quadratic monomials
-    c3 = (w * kw[(3, 0)][:, None]).T @ q  # (d, npairs)
+    c3 = np.zeros((d, len(idx2)))
+    for start in range(0, n, _ROWS):
+        wb = w[start : start + _ROWS]
+        q = wb[:, i2[:, 0]] * wb[:, i2[:, 1]]  # quadratic monomials
+        c3 += (wb * kw[(3, 0)][start : start + _ROWS, None]).T @ q
     full3 = np.empty((d, d, d))
     for p, (i, j) in enumerate(idx2):
         full3[:, i, j] = c3[:, p]
@@ -628,6 +638,8 @@ def perturbed_logreg_summary_logp(value, theta, cov, sigma_x, epsilon, tol, d: i
     from .regression import _inverse_from_chol, _logdet_from_chol, _safe_cholesky
 
     vec = pt.as_tensor_variable(value).astype("float64")
+    if not isinstance(tol, pt.TensorVariable):
+        tol = pt.as_tensor_variable(np.asarray(tol, dtype="float64"))
     p = unpack(vec, d)
     theta = pt.as_tensor_variable(theta).astype("float64")
     cov = pt.as_tensor_variable(cov).astype("float64")
