@@ -100,7 +100,7 @@ def main():
                 )
             )
             print(rows[-1], flush=True)
-    wall, cpu, reps = time_variants({f"{k}": v for k, v in fns.items()}, rounds=15)
+    wall, _, _ = time_variants({f"{k}": v for k, v in fns.items()}, rounds=15)
     for r in rows:
         key = f"{(r['d'], r['n'])}"
         r["us_per_call"] = 1e6 * float(np.median(wall[key]))

@@ -691,7 +691,9 @@ class PerturbedLogReg(_RegressionReports):
     1.6 GB at 10⁷, against 2.5 GB at 10⁶ in one pass (``benchmarks/memory_budgets.py``).  The
     value and gradient are the same to rounding, ``logp`` still returns one value per report
     (for ``pm.compute_log_likelihood`` and LOO), and every backend and NUTS sampler runs it;
-    the first evaluation spends 5-20 s more in Numba's compiler.
+    the first evaluation spends 5-20 s more in Numba's compiler.  For millions of reports,
+    :class:`PerturbedLogRegSummary` observes a summary instead, with a bound (nats) on its
+    error computed at every evaluation.
 
     ========  ==============================================================
     Support   :math:`z_x \in \mathbb{R}^d`, :math:`z_y \in \{0, 1\}` (one report per row)
