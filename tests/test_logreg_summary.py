@@ -289,3 +289,21 @@ def test_posterior_matches_exact_by_importance_weights():
         sd_w = np.sqrt(np.sum(w * (draws[:, k] - mean_w) ** 2))
         assert abs(mean - mean_w) < 0.05 * sd
         assert abs(sd - sd_w) < 0.05 * sd
+
+
+def test_dims_model_with_learned_covariance():
+    """theta with dims (no static length) and Σ a model parameter, as the CLI builds them."""
+    rng = np.random.default_rng(9)
+    z = simulate(rng, 3000, [1.0, -0.5], np.eye(2), 0.5, 1.0)
+    s = summarize_logreg(z, 0.5, 1.0)
+    with pm.Model(coords={"feature": ["a", "b"]}) as m:
+        theta = pm.Normal("theta", 0.0, 5.0, dims="feature")
+        tau = pm.HalfNormal("tau", 2.5, dims="feature")
+        cov = pt.diag(tau**2)
+        PerturbedLogRegSummary("obs", theta=theta, cov=cov, sigma_x=0.5, observed=s)
+    point = {"theta": s.theta_pilot, "tau_log__": np.log(np.sqrt(np.diag(s.cov_pilot)))}
+    lp = m.compile_logp(vars=[m["obs"]])(point)
+    c = np.diag(np.diag(s.cov_pilot))
+    ex = _exact_fn(2)(z, s.theta_pilot, c, np.full(2, 0.5), 1.0)
+    assert abs(lp - ex) <= s.bound(s.theta_pilot, cov=c)
+    assert np.all(np.isfinite(m.compile_dlogp()(point)))

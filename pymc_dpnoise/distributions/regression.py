@@ -863,6 +863,17 @@ class _RefuseDraws(Op):
         )
 
 
+def _packed_length(theta):
+    """Length of the packed summary for theta's d (static when known, else symbolic)."""
+    from ..math.logreg_summary import packed_size
+
+    d = _static_last_dim(theta)
+    if d is not None:
+        return packed_size(d)
+    d = pt.as_tensor_variable(theta).shape[-1]
+    return 7 + 4 * d + 3 * d**2 + d**3 + d**4
+
+
 class PerturbedLogRegSummaryRV(SymbolicRandomVariable):
     """The packed summary of N logistic-regression reports (draws refused, see the class)."""
 
@@ -872,8 +883,6 @@ class PerturbedLogRegSummaryRV(SymbolicRandomVariable):
 
     @classmethod
     def rv_op(cls, theta, cov, sigma_x, epsilon_y, tol, *, size=None, rng=None):
-        from ..math.logreg_summary import packed_size
-
         theta = _f64(theta)
         sigma_x = _sigma_x_vector(sigma_x, theta)
         theta, cov, sigma_x, epsilon_y, tol = map(_f64, (theta, cov, sigma_x, epsilon_y, tol))
@@ -883,11 +892,8 @@ class PerturbedLogRegSummaryRV(SymbolicRandomVariable):
             raise NotImplementedError(
                 "size: summary distributions take unbatched parameters (one summary per variable)"
             )
-        d = _static_last_dim(theta)
-        if d is None:
-            raise ValueError("theta: PerturbedLogRegSummary needs a theta of known length d")
         next_rng, u = uniform(0.0, 1.0, rng=rng, return_next_rng=True)
-        out = _RefuseDraws()(pt.zeros((packed_size(d),), dtype="float64") + u * 0.0)
+        out = _RefuseDraws()(pt.zeros((_packed_length(theta),), dtype="float64") + u * 0.0)
         return _rv_node(cls, rng, size, [theta, cov, sigma_x, epsilon_y, tol], next_rng, out)
 
 
@@ -991,19 +997,22 @@ class PerturbedLogRegSummary(_NoImputeContinuous):
         return super().dist([theta, cov, sigma_x, epsilon_y, tol], **kwargs)
 
     def support_point(rv, size, theta, cov, sigma_x, epsilon_y, tol):
-        from ..math.logreg_summary import packed_size
-
-        return pt.zeros((packed_size(_static_last_dim(theta)),), dtype="float64")
+        return pt.zeros((_packed_length(theta),), dtype="float64")
 
     def logp(value, theta, cov, sigma_x, epsilon_y, tol):
         from ..math.logreg_summary import dim_from_packed_size, perturbed_logreg_summary_logp
 
         d = _static_last_dim(theta)
         size = value.type.shape[-1]
-        if size is not None and dim_from_packed_size(size) != d:
-            raise ValueError(
-                f"observed: a summary of length {size} does not belong to d = {d} features"
-            )
+        if size is not None:
+            dv = dim_from_packed_size(size)
+            if dv is None or (d is not None and dv != d):
+                raise ValueError(
+                    f"observed: a summary of length {size} does not belong to d = {d} features"
+                )
+            d = dv
+        if d is None:
+            raise ValueError("theta: PerturbedLogRegSummary needs d known (theta's length)")
         eps = float(constant_value(epsilon_y))
         res, _, ok = perturbed_logreg_summary_logp(value, theta, cov, sigma_x, eps, tol, d)
         return check_parameters(

@@ -533,6 +533,7 @@ def packed_layout(d: int) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def packed_size(d: int) -> int:
+    """Length of the packed summary: 7 + 4d + 3d² + d³ + d⁴."""
     return sum(int(np.prod(s)) for _, s in packed_layout(d))
 
 
