@@ -69,7 +69,19 @@ def test_derivative_bounds_hold_on_a_dense_grid(eps):
             assert np.max(np.abs(vals)) <= limit, (eps, v, kj)
 
 
-@pytest.mark.parametrize("v", [0.0, 0.3, 2.0, 2.5**2, 40.0])  # both quadrature rules
+_SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "v",
+    [
+        pytest.param(0.0, marks=_SLOW),
+        0.3,
+        pytest.param(2.0, marks=_SLOW),
+        2.5**2,
+        pytest.param(40.0, marks=_SLOW),
+    ],
+)  # both quadrature rules (fmt: skip)
 @pytest.mark.parametrize("eps", [0.2, 3.0])
 def test_weights_match_finite_differences_of_a_reference(v, eps):
     t = np.array([-3.0, -0.4, 0.0, 1.3, 6.0])
@@ -140,7 +152,15 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+#: cases of the default run (the others are ``slow``: about 10 CPU-s each)
+_DEFAULT_CASES = {"typical d=2", "heavy tails t(3)", "few reports"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=() if c[0] in _DEFAULT_CASES else _SLOW) for c in CASES],
+    ids=[c[0] for c in CASES],
+)
 def test_bound_holds_against_the_exact_logp(case):
     _, d, n, theta, sx, eps, heavy = case
     rng = np.random.default_rng(abs(hash(case[0])) % 2**32)

@@ -563,8 +563,10 @@ def _bound_terms(eps, n, s2, s4, eta_abs, xp):
     """Remainder bound (module docstring) from N, sum delta^2, sum delta^4 and |eta|."""
     m = derivative_bounds(float(eps))
     sqrt = xp.sqrt
-    s1 = sqrt(n * s2 + 1e-300)
-    s3 = sqrt(s2 * s4 + 1e-300)
+    # + 1e-24 under the roots: finite first and second derivatives at the pilot (where the
+    # sums vanish) for samplers and Hessians; it raises the bound by at most 1e-12 |eta|^k
+    s1 = sqrt(n * s2 + 1e-24)
+    s3 = sqrt(s2 * s4 + 1e-24)
     return (
         m[(4, 0)] / 24.0 * s4
         + m[(0, 4)] / 24.0 * n * eta_abs**4
