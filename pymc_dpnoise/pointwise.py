@@ -46,7 +46,8 @@ def _rv_kind(rv):
         op,
         clipped.LaplacePerturbedClippedNormalSummaryRV
         | clipped.LaplacePerturbedClippedExponentialSummaryRV
-        | regression.PerturbedLinRegSummaryRV,
+        | regression.PerturbedLinRegSummaryRV
+        | regression.PerturbedLogRegSummaryRV,
     ):
         return "summary"
     return None

@@ -20,6 +20,8 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import normalize_rng_param
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
 from pytensor.tensor.random.basic import gamma, multivariate_normal, normal, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
@@ -57,7 +59,13 @@ MAX_NODES = 1000
 #: largest |theta| of the logistic model: theta' A theta is formed, and overflows near 1e154
 MAX_COEFFICIENT = np.float64(1e150)
 
-__all__ = ["PerturbedLinReg", "PerturbedLinRegSummary", "PerturbedLogReg"]
+__all__ = [
+    "PerturbedLinReg",
+    "PerturbedLinRegSummary",
+    "PerturbedLogReg",
+    "PerturbedLogRegSummary",
+    "check_logreg_summary",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -683,7 +691,9 @@ class PerturbedLogReg(_RegressionReports):
     1.6 GB at 10⁷, against 2.5 GB at 10⁶ in one pass (``benchmarks/memory_budgets.py``).  The
     value and gradient are the same to rounding, ``logp`` still returns one value per report
     (for ``pm.compute_log_likelihood`` and LOO), and every backend and NUTS sampler runs it;
-    the first evaluation spends 5-20 s more in Numba's compiler.
+    the first evaluation spends 5-20 s more in Numba's compiler.  For millions of reports,
+    :class:`PerturbedLogRegSummary` observes a summary instead, with a bound (nats) on its
+    error computed at every evaluation.
 
     ========  ==============================================================
     Support   :math:`z_x \in \mathbb{R}^d`, :math:`z_y \in \{0, 1\}` (one report per row)
@@ -829,3 +839,213 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         msg=f"sigma_x > 0, epsilon_y > 0, cov positive definite, |theta| <= {MAX_COEFFICIENT:g}",
     )
     return _to_floatx(res)
+
+
+# --------------------------------------------------------------------------------------------
+# Logistic regression from a summary (any N)
+# --------------------------------------------------------------------------------------------
+
+
+class _RefuseDraws(Op):
+    """Stands for the draws of a summary that cannot be simulated cheaply: raises when run."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        raise NotImplementedError(
+            "PerturbedLogRegSummary: random draws are not implemented (a draw would be a "
+            "summary of N simulated reports, O(N)); draw reports with PerturbedLogReg and "
+            "summarise them with pymc_dpnoise.summaries.summarize_logreg"
+        )
+
+
+def _packed_length(theta):
+    """Length of the packed summary for theta's d (static when known, else symbolic)."""
+    from ..math.logreg_summary import packed_size
+
+    d = _static_last_dim(theta)
+    if d is not None:
+        return packed_size(d)
+    d = pt.as_tensor_variable(theta).shape[-1]
+    return 7 + 4 * d + 3 * d**2 + d**3 + d**4
+
+
+class PerturbedLogRegSummaryRV(SymbolicRandomVariable):
+    """The packed summary of N logistic-regression reports (draws refused, see the class)."""
+
+    name = "perturbed_logreg_summary"
+    extended_signature = "[rng],[size],(d),(d,d),(d),(),()->[rng],(p)"
+    _print_name = ("PerturbedLogRegSummary", "\\operatorname{PerturbedLogRegSummary}")
+
+    @classmethod
+    def rv_op(cls, theta, cov, sigma_x, epsilon_y, tol, *, size=None, rng=None):
+        theta = _f64(theta)
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        theta, cov, sigma_x, epsilon_y, tol = map(_f64, (theta, cov, sigma_x, epsilon_y, tol))
+        rng = normalize_rng_param(rng)
+        size = normalize_size_param(size)
+        if not (rv_size_is_none(size) or size.type.shape == (0,)):
+            raise NotImplementedError(
+                "size: summary distributions take unbatched parameters (one summary per variable)"
+            )
+        next_rng, u = uniform(0.0, 1.0, rng=rng, return_next_rng=True)
+        out = _RefuseDraws()(pt.zeros((_packed_length(theta),), dtype="float64") + u * 0.0)
+        return _rv_node(cls, rng, size, [theta, cov, sigma_x, epsilon_y, tol], next_rng, out)
+
+
+#: default tolerance (nats) of PerturbedLogRegSummary's remainder bound
+LOGREG_SUMMARY_TOL = 1.0
+
+
+class PerturbedLogRegSummary(_NoImputeContinuous):
+    r"""N perturbed-input logistic-regression reports observed through a summary, at any N.
+
+    The model of :class:`PerturbedLogReg`; the observed value is the
+    :class:`~pymc_dpnoise.summaries.LogRegSummary` built in one or a few passes over the
+    reports by :func:`~pymc_dpnoise.summaries.summarize_logreg` (NumPy arrays, Parquet/CSV
+    files and DuckDB relations streamed, dataframes through Narwhals).  Logp and gradient cost
+    O(d⁴) whatever N.
+
+    The log density is the exact Gaussian term of the features (from their scatter matrix)
+    plus the label term expanded to third order in :math:`(\beta - \beta_0, v - v_0)` around
+    the summary's pilot, where :math:`\beta = (\Sigma+\Sigma_*)^{-1}\Sigma\theta` and
+    :math:`v = \theta^T A\theta` (:mod:`pymc_dpnoise.math.logreg_summary` derives it).  At
+    every evaluation the graph also computes a bound :math:`B` (nats) on the difference from
+    the exact summed log density of :class:`PerturbedLogReg`, from the fourth moments of the
+    features and derivative bounds that hold for every report, θ and Σ.  The value returned is
+
+    .. math::
+
+        \hat\ell(\theta) - \max(B(\theta) - \mathrm{tol}, 0),
+
+    so where :math:`B \le` ``tol`` it is within :math:`B` of the exact one, and everywhere it
+    is at most ``tol`` above it: no region the bound does not certify can gain more than a
+    factor :math:`e^{\mathrm{tol}}` of posterior mass, and the sampler is pushed back towards
+    the pilot there.  Check the posterior with
+    :meth:`~pymc_dpnoise.summaries.LogRegSummary.bound` at the draws (or
+    :func:`check_logreg_summary`), which refuses draws whose bound exceeds ``tol``; then fit
+    the exact :class:`PerturbedLogReg` or rebuild the summary with ``pilot=`` the posterior
+    mean.  Start samplers at ``summary.theta_pilot`` (``initvals``) to skip a long warm-up.
+
+    The bound grows like :math:`N\|\Delta\|^4`: with :math:`\Delta` of the order of the
+    posterior sd (:math:`\propto N^{-1/2}`) it falls like 1/N; it is typically 10-100 times
+    the actual error (``benchmarks/results/logreg_summary.md``).
+
+    Parameters
+    ----------
+    theta, cov, sigma_x :
+        As in :class:`PerturbedLogReg` (no batch dimensions; ``cov`` and ``sigma_x`` may be
+        model parameters).
+    epsilon_y : float
+        Must equal the summary's (its weights depend on it); read from ``observed`` if None.
+    tol : float, default 1.0
+        Tolerance (nats) of the bound, above which the value is penalised as above.
+
+    Notes
+    -----
+    Random draws are refused (a summary of N simulated reports costs O(N)); per-report
+    log-likelihoods (LOO) need the reports: use :class:`PerturbedLogReg`.
+    """
+
+    rv_type = PerturbedLogRegSummaryRV
+    rv_op = PerturbedLogRegSummaryRV.rv_op
+    logcdf, logccdf, icdf = _refuse_cdfs("PerturbedLogRegSummary")
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        from ..summaries import LogRegSummary
+
+        if isinstance(observed, LogRegSummary):
+            eps = kwargs.get("epsilon_y")
+            if eps is None:
+                kwargs["epsilon_y"] = observed.epsilon_y
+            else:
+                v = constant_value(eps, "epsilon_y")
+                if v is None or not np.isclose(float(v), observed.epsilon_y, rtol=1e-12):
+                    raise ValueError(
+                        f"epsilon_y: {eps!r} differs from the summary's {observed.epsilon_y} "
+                        "(its expansion weights were computed for that budget)"
+                    )
+            observed = observed.packed
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(cls, theta, cov=None, sigma_x=None, epsilon_y=None, tol=LOGREG_SUMMARY_TOL, *,
+             chol=None, **kwargs):  # fmt: skip
+        cov = _cov_or_chol(cov, chol)
+        check_required(theta=theta, cov=cov, sigma_x=sigma_x, epsilon_y=epsilon_y)
+        for key, val, nd in (("theta", theta, 1), ("cov", cov, 2), ("epsilon_y", epsilon_y, 0)):
+            if pt.as_tensor_variable(val).ndim > nd:
+                raise NotImplementedError(
+                    f"{key}: summary distributions take unbatched parameters (one summary per "
+                    "variable)"
+                )
+        d = _check_theta(theta)
+        _check_cov(cov, d)
+        _check_sigma_x(sigma_x, d)
+        check_positive("epsilon_y", epsilon_y)
+        if constant_value(epsilon_y, "epsilon_y") is None:
+            raise ValueError(
+                "epsilon_y: must be a number (the summary's label budget), not a model variable"
+            )
+        check_positive("tol", tol)
+        theta = _f64(theta)
+        sigma_x = _sigma_x_vector(sigma_x, theta)
+        return super().dist([theta, cov, sigma_x, epsilon_y, tol], **kwargs)
+
+    def support_point(rv, size, theta, cov, sigma_x, epsilon_y, tol):
+        return pt.zeros((_packed_length(theta),), dtype="float64")
+
+    def logp(value, theta, cov, sigma_x, epsilon_y, tol):
+        from ..math.logreg_summary import dim_from_packed_size, perturbed_logreg_summary_logp
+
+        d = _static_last_dim(theta)
+        size = value.type.shape[-1]
+        if size is not None:
+            dv = dim_from_packed_size(size)
+            if dv is None or (d is not None and dv != d):
+                raise ValueError(
+                    f"observed: a summary of length {size} does not belong to d = {d} features"
+                )
+            d = dv
+        if d is None:
+            raise ValueError("theta: PerturbedLogRegSummary needs d known (theta's length)")
+        eps = float(constant_value(epsilon_y))
+        res, _, ok = perturbed_logreg_summary_logp(value, theta, cov, sigma_x, eps, tol, d)
+        return check_parameters(
+            res,
+            *_all_finite(theta, cov, sigma_x),
+            pt.all(sigma_x > 0),
+            pt.eq(value[1], epsilon_y),
+            ok,
+            msg="sigma_x > 0, epsilon_y equal to the summary's, cov positive definite",
+        )
+
+
+def check_logreg_summary(summary, idata, *, tol=LOGREG_SUMMARY_TOL, var="theta", cov=None,
+                         sigma_x=None):  # fmt: skip
+    """The bound (nats) at every posterior draw; raises if any exceeds ``tol``.
+
+    ``idata``: an InferenceData (or a dict of arrays) with ``var`` draws of shape
+    (chain, draw, d); ``cov`` / ``sigma_x``: names of the posterior variables holding them
+    when they are model parameters (default: the summary's pilot values).  Returns the
+    array of bounds (chain, draw).
+    """
+    post = getattr(idata, "posterior", idata)
+    theta = np.asarray(post[var])
+
+    def param(name):
+        return None if name is None else np.asarray(post[name])
+
+    bounds = summary.bound(theta, cov=param(cov), sigma_x=param(sigma_x))
+    worst = float(np.max(bounds))
+    if worst > tol:
+        raise ValueError(
+            f"PerturbedLogRegSummary: the error bound reaches {worst:.3g} nats at "
+            f"{int(np.sum(bounds > tol))} of {bounds.size} draws (tol {tol}); rebuild the "
+            "summary with pilot= the posterior mean, or fit PerturbedLogReg on the reports"
+        )
+    return bounds
