@@ -10,8 +10,8 @@ fast mode, which is how CI checks that they run).  ``PMD_DOCS_EXECUTE=force`` ex
 during the build instead, in fast mode (``PMD_MODE=fast`` unless the environment sets it).  They are
 reached through the symlink ``docs/notebooks -> ../notebooks`` that this file creates when it
 is missing, so each notebook runs with ``notebooks/`` as its working directory, exactly as when
-it is run by hand.  ``PMD_DOCS_EXECUTE`` (``force`` (default), ``cache``, ``auto``, ``off``)
-sets the myst-nb execution mode (default ``off``).
+it is run by hand.  ``PMD_DOCS_EXECUTE`` (``off`` (default), ``force``, ``cache``, ``auto``)
+sets the myst-nb execution mode.
 """
 
 from __future__ import annotations
