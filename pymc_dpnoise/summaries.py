@@ -1184,6 +1184,13 @@ class LogRegSummary:
         return out
 
 
+def _arrow_batches(rel, rows):
+    """Record batches of a DuckDB relation: ``to_arrow_reader`` (DuckDB >= 1.4; the older
+    ``fetch_record_batch`` is deprecated there) or ``fetch_record_batch`` before it."""
+    to_reader = getattr(rel, "to_arrow_reader", None)
+    return to_reader(rows) if to_reader is not None else rel.fetch_record_batch(rows)
+
+
 def _report_chunks(data, engine, columns, con=None):
     """Yield the report rows of ``data`` as float64 arrays of at most ``_CHUNK`` rows.
 
@@ -1206,12 +1213,12 @@ def _report_chunks(data, engine, columns, con=None):
             conn = con or duckdb.connect()
             cols = columns or [d[0] for d in conn.sql(f"SELECT * FROM {src} LIMIT 0").description]
             sel = ", ".join(f"CAST({_quote(c)} AS DOUBLE)" for c in cols)
-            reader = conn.sql(f"SELECT {sel} FROM {src}").fetch_record_batch(_CHUNK)
+            reader = _arrow_batches(conn.sql(f"SELECT {sel} FROM {src}"), _CHUNK)
         else:
             cols = list(columns) if columns is not None else list(data.columns)
             sel = ", ".join(f"CAST({_quote(c)} AS DOUBLE) AS {_quote(c)}" for c in cols)
             reader = data.query("__pmd_reports", f"SELECT {sel} FROM __pmd_reports")
-            reader = reader.fetch_record_batch(_CHUNK)
+            reader = _arrow_batches(reader, _CHUNK)
         for batch in reader:
             if batch.num_rows:
                 yield np.column_stack(
