@@ -123,6 +123,7 @@ def test_clamped_atoms_and_interior_match_brute_force():
 
 
 @pytest.mark.parametrize("n,p,eps", [(3, 0.3, 0.7), (12, 0.05, 3.0)])
+@pytest.mark.heavy
 def test_clamped_total_probability_is_one(n, p, eps):
     f = _compiled("clamped")
 
@@ -137,6 +138,7 @@ def test_clamped_total_probability_is_one(n, p, eps):
 
 
 @pytest.mark.parametrize("kind,param", [("binomial", 0.3), ("poisson", 4.0)])
+@pytest.mark.heavy
 def test_density_integrates_to_one(kind, param):
     f = _compiled(kind)
 
@@ -187,6 +189,7 @@ def _check_gradient(kind, y, n, p, e):
 
 
 @pytest.mark.parametrize("kind", ["binomial", "poisson"])
+@pytest.mark.heavy
 def test_gradients_match_finite_differences(kind):
     """d logp / d logit(p) (or d log mu) and d / d log(epsilon) against finite differences."""
     rng = np.random.default_rng(4)
