@@ -36,7 +36,7 @@ test-backend: $(STAMP)
 	$(PY) -m pytest -m "backend and not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # Checks too expensive for the default run (large reference grids, direct integrations,
-# statistical draws checks; tests/README.md, "Markers"); CI runs it after `make test-backend`.
+# statistical draws checks; tests/README.md, "Rules" 7); CI runs it after `make test-backend`.
 test-heavy: $(STAMP)
 	$(PY) -m pytest -m "heavy and not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
