@@ -240,6 +240,7 @@ def test_binomial_ratio_op_and_pmf_against_sums():
     np.testing.assert_allclose(_special._vec_binom_pmf(k, n, lq), pmfs, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.backend
 def test_ops_backends_agree():
     pytest.importorskip("jax")
     k, n, lq = pt.dvector("k"), pt.dvector("n"), pt.dvector("lq")
