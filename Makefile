@@ -10,12 +10,12 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: setup demo test test-backend test-slow lint docs notebooks notebooks-full clean
+.PHONY: setup demo test test-backend test-heavy test-slow lint docs notebooks notebooks-full clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then "$$(scripts/find-python.sh)" -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --upgrade pip uv
-	$(VENV)/bin/uv pip install --python $(PY) --quiet -e ".[dev]"
+	$(VENV)/bin/uv pip install --python $(PY) --quiet --compile-bytecode -e ".[dev]"
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -28,12 +28,17 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 test: $(STAMP) lint
-	$(PY) -m pytest -m "not slow and not backend" -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow and not backend and not heavy" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # Numba/C/JAX compiles and nutpie/numpyro runs (tests/README.md, "Compile mode"); CI runs it
 # after `make test`.
 test-backend: $(STAMP)
 	$(PY) -m pytest -m "backend and not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Checks too expensive for the default run (large reference grids, direct integrations,
+# statistical draws checks; tests/README.md, "Rules" 7); CI runs it after `make test-backend`.
+test-heavy: $(STAMP)
+	$(PY) -m pytest -m "heavy and not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow -n 2 --dist loadgroup $(PYTEST_ARGS)

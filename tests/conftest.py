@@ -37,3 +37,22 @@ def _test_compile_mode(request):
     # 30+ CPU-seconds of a cold run's first tests.
     with pytensor.config.change_flags(mode=TEST_MODE, cxx=""):
         yield
+
+
+# --------------------------------------------------------------------------------------------
+# A quiet end of an xdist worker
+# --------------------------------------------------------------------------------------------
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """In an xdist worker, collect the heap's garbage before the worker reports that it has
+    finished, then freeze what is left.  Once told it has finished, execnet gives the worker 5
+    wall-seconds to return and then sends it a SIGINT; pytest's own teardown ends with a full
+    ``gc.collect()``, which on a heap of thousands of compiled graphs took longer than that on
+    a loaded machine, so the KeyboardInterrupt landed in a gc callback (Hypothesis', JAX's) and
+    was printed as a ``PytestUnraisableExceptionWarning`` with its traceback.  Frozen objects
+    are skipped by later collections; the process exits right after."""
+    if hasattr(session.config, "workerinput"):
+        import gc
+
+        gc.collect()
+        gc.freeze()

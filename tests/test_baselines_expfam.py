@@ -195,6 +195,7 @@ def test_truncated_exponential_moments_by_quadrature(lam, v, w):
 
 
 @pytest.mark.parametrize("y, n, eps", [(312.4, 1000, 0.1), (40.0, 100, 0.1)])
+@pytest.mark.heavy
 def test_gibbs_binomial_matches_exact_posterior(y, n, eps):
     """Stationary distribution vs brute-force summation (the CLT is accurate here)."""
     draws = ef.gibbs_binomial(
@@ -207,6 +208,7 @@ def test_gibbs_binomial_matches_exact_posterior(y, n, eps):
     assert draws.min() > 0 and draws.max() < 1
 
 
+@pytest.mark.heavy
 def test_gibbs_poisson_matches_exact_posterior():
     y, n, eps, sens = 415.0, 200, 0.1, 5.0
     draws = ef.gibbs_poisson(
@@ -240,6 +242,7 @@ def _normal_laplace_logpdf(y, m, v, b):
     return math.log(f)
 
 
+@pytest.mark.heavy
 def test_gibbs_truncated_exponential_matches_clt_posterior():
     """Algorithm 2 vs the posterior of the model it approximates, by quadrature over lambda.
 

@@ -131,6 +131,7 @@ def _grid_posterior(X, y, prior_sd):
     return mean, sd
 
 
+@pytest.mark.heavy
 def test_dp_sgld_with_huge_epsilon_recovers_the_posterior_mean():
     rng = np.random.default_rng(42)
     n = 300

@@ -76,6 +76,7 @@ def test_the_rule_is_pymcs():
 
 
 @pytest.mark.parametrize("name", list(CLASSES))
+@pytest.mark.heavy
 def test_dtype_rule_under_float32(name):
     factory, kind = CLASSES[name]
     draw64 = pm.draw(factory(), random_seed=1)

@@ -123,6 +123,7 @@ def test_clamped_atoms_and_interior_match_brute_force():
 
 
 @pytest.mark.parametrize("n,p,eps", [(3, 0.3, 0.7), (12, 0.05, 3.0)])
+@pytest.mark.heavy
 def test_clamped_total_probability_is_one(n, p, eps):
     f = _compiled("clamped")
 
@@ -137,6 +138,7 @@ def test_clamped_total_probability_is_one(n, p, eps):
 
 
 @pytest.mark.parametrize("kind,param", [("binomial", 0.3), ("poisson", 4.0)])
+@pytest.mark.heavy
 def test_density_integrates_to_one(kind, param):
     f = _compiled(kind)
 
@@ -187,6 +189,7 @@ def _check_gradient(kind, y, n, p, e):
 
 
 @pytest.mark.parametrize("kind", ["binomial", "poisson"])
+@pytest.mark.heavy
 def test_gradients_match_finite_differences(kind):
     """d logp / d logit(p) (or d log mu) and d / d log(epsilon) against finite differences."""
     rng = np.random.default_rng(4)
@@ -237,6 +240,7 @@ def test_binomial_ratio_op_and_pmf_against_sums():
     np.testing.assert_allclose(_special._vec_binom_pmf(k, n, lq), pmfs, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.backend
 def test_ops_backends_agree():
     pytest.importorskip("jax")
     k, n, lq = pt.dvector("k"), pt.dvector("n"), pt.dvector("lq")

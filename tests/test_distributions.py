@@ -271,6 +271,7 @@ def _cdf_from_logp(case, params):
 
 
 @cases
+@pytest.mark.heavy
 def test_density_integrates_to_one(case):
     for eps in (0.1, 1.0, 20.0):
         params = dict(case.typical, epsilon=eps)
@@ -279,6 +280,7 @@ def test_density_integrates_to_one(case):
 
 
 @cases
+@pytest.mark.heavy
 def test_draws_match_density(case):
     """KS of pm.draw() samples against the CDF integrated from the logp; and it has power."""
     rv = case.cls.dist(**case.typical)
@@ -294,6 +296,7 @@ def test_draws_match_density(case):
 
 
 @cases
+@pytest.mark.heavy
 def test_draws_match_numpy_mechanism(case):
     """The RV graph and the data holder's NumPy mechanism give the same distribution."""
     rv = case.cls.dist(**case.typical)

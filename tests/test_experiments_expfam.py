@@ -165,6 +165,7 @@ def test_multinomial_problem_releases_counts_plus_laplace():
         (ef.NoisyTruncatedPoissonSBC, (0.0, 4.0), lambda b: b[1]),
     ],
 )
+@pytest.mark.heavy
 def test_truncated_problems_release_truncated_sum(cls, bounds, scale_of):
     p = cls(n=20, epsilon=1.0)
     lo, hi = p.bounds
@@ -197,6 +198,7 @@ def test_new_family_models_evaluate(family):
     assert set(p.data(y)) == {"reports", "n", "epsilon"}
 
 
+@pytest.mark.heavy
 def test_quadrature_quantiles_match_a_conjugate_posterior():
     """The quadrature of a one-parameter model reproduces the exact Gamma posterior CDF of
     the truncated-exponential problem's naive model (release taken as the untruncated sum)."""

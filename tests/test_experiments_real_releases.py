@@ -42,6 +42,7 @@ def test_adult_groups_are_the_42_native_countries():
 
 
 @pytest.mark.parametrize("lower", [None, 0])
+@pytest.mark.heavy
 def test_noisy_binomial_matches_an_independent_window_sum(lower):
     g = rr.adult_groups()
     n = g["n"].to_numpy()

@@ -67,6 +67,7 @@ def _fn(key):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_truncated_moments_match_quadrature_and_sums():
     rows_e = list(
         itertools.product([1e-4, 0.01, 0.5, 3.0, 60.0], [(0.0, 8.0), (1.0, 1.001), (2.0, 50.0)])
@@ -127,6 +128,7 @@ def test_normal_laplace_matches_quadrature_on_extreme_grid():
         assert abs(out[i] - ref) <= 1e-9 * max(1.0, abs(ref)), (y[i], m[i], v[i], b[i], out[i])
 
 
+@pytest.mark.heavy
 def test_normal_laplace_integrates_to_one_and_limits():
     from scipy import integrate
 
@@ -156,6 +158,7 @@ def _fd(fun, x, h=1e-5):
     return (4 * d(h / 2) - d(h)) / 3
 
 
+@pytest.mark.heavy
 def test_truncated_rate_gradients_match_finite_differences():
     f = _fn("moments")
     for t, a, b in [(0.5, 0.0, 8.0), (1e-3, 1.0, 1.5), (0.04, 0.0, 1.0), (30.0, 0.0, 2.0)]:

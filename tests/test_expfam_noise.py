@@ -120,6 +120,7 @@ def _grid(kind):
 
 
 @pytest.mark.parametrize("kind", ["exp", "pois"])
+@pytest.mark.heavy
 def test_truncated_gaussian_logp_matches_quadrature(kind):
     y, n, th, a, b, s = _grid(kind)
     lp, g_th, g_s = _truncated_fn(kind)(y, n, th, a, b, s)
@@ -163,6 +164,7 @@ def test_truncated_gaussian_gradients_match_finite_differences(kind):
         ("pois", dict(n=100, theta=3.0, lower=1, upper=6)),
     ],
 )
+@pytest.mark.heavy
 def test_truncated_gaussian_draws_have_the_exact_moments(kind, params):
     """Draws run the mechanism (records, truncation, sum, + N(0, sigma^2)); their mean and
     variance are exact in the model (the CLT only approximates the shape)."""
@@ -181,6 +183,7 @@ def test_truncated_gaussian_draws_have_the_exact_moments(kind, params):
 
 
 @pytest.mark.parametrize("kind", ["exp", "pois"])
+@pytest.mark.heavy
 def test_truncated_laplace_spec_is_the_epsilon_path(kind):
     a, b = (0.0, 8.0) if kind == "exp" else (0.0, 10.0)
     th = 0.5 if kind == "exp" else 3.0
@@ -258,6 +261,7 @@ def test_multinomial_gaussian_matches_dense_normal_and_gradients():
     assert gs[0] == pytest.approx(fd_s, rel=1e-6)
 
 
+@pytest.mark.heavy
 def test_multinomial_gaussian_draws_and_helper():
     p, n, sigma = np.array([0.5, 0.3, 0.2]), 200, 4.0
     rv = pmd.LaplaceNoisyMultinomial.dist(n, p, noise=noise.Gaussian(sigma))
@@ -454,6 +458,7 @@ def _convolution_by_quadrature(y, n, mu, sg, a, b, s):
     return np.log(val)
 
 
+@pytest.mark.heavy
 def test_truncated_normal_gaussian_logp_matches_the_convolution_integral():
     """A few releases against the definition: the CLT density of the sums convolved with the
     Gaussian noise, integrated numerically (noise comparable to the sums' spread)."""

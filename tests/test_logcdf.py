@@ -114,6 +114,7 @@ def _check(family, grid, ref_fn, tol=1e-9):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_clipped_normal_logcdf_matches_quadrature():
     worst = _check("clipped_normal", _normal_grid(), clipped_normal_laplace_log_cdfs_ref)
     print(f"clipped normal: worst relative error of the small tail {worst:.1e}")
@@ -135,6 +136,7 @@ def _count_grid(ns, ps, eps):
 
 
 @pytest.mark.parametrize("clamp", [False, True], ids=["plain", "clamped"])
+@pytest.mark.heavy
 def test_noisy_binomial_logcdf_matches_brute_force(clamp):
     grid = _count_grid([0, 1, 10, 1000], [1e-6, 0.3, 1 - 1e-6], [0.001, 1.0, 100.0])
     big = _count_grid([10**5], [1e-6, 0.5, 1 - 1e-6], [0.01, 1.0, 100.0])

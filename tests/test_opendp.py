@@ -349,6 +349,7 @@ def _coverage_inside_band(qs, level):
     return inside, (lo, hi)
 
 
+@pytest.mark.heavy
 def test_opendp_release_posterior_recovers_truth():
     """OpenDP releases: the truth is not in the far tails of the grid posterior (cheap smoke
     check).  OpenDP draws its noise from its own unseedable generator, so the quantiles are

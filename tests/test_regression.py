@@ -84,6 +84,7 @@ def _sx(p, d):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_linreg_logp_matches_scipy_on_extreme_grid(linreg_fn):
     worst = 0.0
     for value, p in linreg_grid():
@@ -95,6 +96,7 @@ def test_linreg_logp_matches_scipy_on_extreme_grid(linreg_fn):
     assert worst < 1e-10, worst
 
 
+@pytest.mark.heavy
 def test_linreg_ill_conditioned_is_as_accurate_as_float64_allows(linreg_fn):
     """Noise 1e-3 of the feature scale: cond(C) ~ 1e7.  The error against the extended
     precision reference stays below cond * 1e-16 (what a backward-stable evaluation can
@@ -262,6 +264,7 @@ def test_expected_sigmoid_matches_adaptive_quadrature_for_large_sd(esig_fn):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_logreg_logp_matches_reference_on_extreme_grid(logreg_fns):
     f = logreg_fns["quadrature"]
     worst = 0.0
@@ -274,6 +277,7 @@ def test_logreg_logp_matches_reference_on_extreme_grid(logreg_fns):
     assert worst < 1e-9, worst
 
 
+@pytest.mark.heavy
 def test_logreg_one_feature_by_direct_integration_over_x(logreg_fns):
     """d = 1: integrate the joint model over the clean x (no use of eq. 43 at all)."""
     f = logreg_fns["quadrature"]
@@ -343,6 +347,7 @@ def test_logreg_labels_outside_support_have_zero_density(logreg_fns):
     assert np.isneginf(lp[0]) and np.isneginf(lp[1]) and np.isfinite(lp[2])
 
 
+@pytest.mark.heavy
 def test_logreg_labels_sum_to_one_over_z_y(logreg_fns):
     """sum over z_y of p(z_x, z_y) = N(z_x; 0, Σ+Σ*), in both modes."""
     rng = np.random.default_rng(8)
@@ -477,6 +482,7 @@ def test_default_approximation_error_below_1e3_and_chebyshev_table():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_draws_match_the_model_and_the_numpy_mechanism(linreg_fn, logreg_fns):
     rng = np.random.default_rng(21)
     n = 20_000
@@ -732,6 +738,7 @@ def _has_scan(fn):
 
 
 @pytest.mark.parametrize("n", [40, 35, 3, 0])  # ragged last block, whole blocks, < 1 block, none
+@pytest.mark.heavy
 def test_blocks_equal_one_pass_value_and_gradient(block_fns, n):
     assert _has_scan(block_fns["blocks"]) and not _has_scan(block_fns["one"])
     rng = np.random.default_rng(n)

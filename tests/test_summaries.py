@@ -631,6 +631,7 @@ def test_cli_fit_uses_the_summary_above_the_threshold(tmp_path, capsys, monkeypa
             _fit._summary_data(spec, Args, t)
 
 
+@pytest.mark.heavy
 def test_linreg_summary_equals_per_report_likelihood_and_draws_are_wishart():
     from pymc_dpnoise.distributions.regression import PerturbedLinReg, PerturbedLinRegSummary
 

@@ -198,6 +198,7 @@ def _pmf(case, params):
 
 
 @cases
+@pytest.mark.heavy
 def test_draws_match_density(case):
     """pm.draw() samples and the NumPy mechanism against the density (and the test has power)."""
     params = case.typical
