@@ -4,7 +4,8 @@ Everything here is independent of the package's math: the count's pmf comes from
 (``binom.logpmf`` / ``poisson.logpmf``), the noise pmf / pdf / CDF is written out from its
 definition (the discrete Gaussian normaliser by direct summation over +-60 sigma), and the
 latent count is summed over its *whole* support (binomial) or over mu +- 60 sqrt(mu) + 400
-(Poisson; the rest is below e^-1000), with log-sum-exp.  Clamp atoms are sums of the
+(Poisson; the rest is below e^-1000), with log-sum-exp; above 2e6 records (binomial) or
+mu = 1e6 (Poisson) over a generous window around the summand's maximum on a coarse grid.  Clamp atoms are sums of the
 count pmf times the noise CDF.
 """
 
@@ -66,14 +67,23 @@ def _laplace_logcdf(x, b):
 
 
 def _dg_tail(k, sigma):
-    """log P(N <= k) for k below the table: the sum over k, k-1, ... directly, in chunks."""
-    width = int(60 * sigma) + 100
-    i = np.arange(width, dtype="float64")
+    """log P(N <= k) for k below the table (k < -60 sigma - 60): the sum over k, k-1, ...
+    directly, in chunks, of ``width`` terms.  Beyond i terms the exponent has fallen by at
+    least |k| i / sigma^2 ((k - i)^2 >= k^2 + 2 |k| i), so ``width`` = 60 sigma^2 / |k| + 100
+    leaves out less than e^-60 of the sum (relative), and at most ~6,100 terms per k at
+    sigma = 1e4 (was 60 sigma + 100 for every k: hours for the n = 1e8 rows)."""
+    k = np.asarray(k, dtype="float64")
     out = np.empty(k.shape)
-    step = max(1, 20_000_000 // width)
-    for a in range(0, k.size, step):
-        kk = k.ravel()[a : a + step, None]
-        out.ravel()[a : a + step] = special.logsumexp(-((kk - i) ** 2) / (2 * sigma**2), axis=1)
+    flat_k, flat_out = k.ravel(), out.ravel()
+    widths = np.ceil(60.0 * sigma**2 / np.abs(flat_k)).astype("int64") + 100
+    for w in np.unique(2 ** np.ceil(np.log2(widths)).astype("int64")):
+        sel = np.flatnonzero(2 ** np.ceil(np.log2(widths)).astype("int64") == w)
+        i = np.arange(w, dtype="float64")
+        step = max(1, 20_000_000 // int(w))
+        for a in range(0, sel.size, step):
+            idx = sel[a : a + step]
+            kk = flat_k[idx, None]
+            flat_out[idx] = special.logsumexp(-((kk - i) ** 2) / (2 * sigma**2), axis=1)
     return out - _log_z_dg(sigma)
 
 
@@ -139,7 +149,13 @@ def _support(family, params, locate=None):
             return s, _binom_logpmf(s, n, q)
     (mu,) = params
     top = int(mu + 60 * math.sqrt(mu + 1) + 400)
-    s = np.arange(0, top + 1, dtype="float64")
+    if top <= FULL_SUPPORT_MAX or locate is None:
+        s = np.arange(0, top + 1, dtype="float64")
+    else:  # as the huge binomial: a window around the coarse maximum
+        coarse = np.unique(np.linspace(0, top, 200_001).round())
+        c = coarse[np.argmax(locate(coarse, _poisson_logpmf(coarse, mu)))]
+        half = 4 * top / 200_000 + locate.reach + 40 * math.sqrt(mu + 1) + 1000
+        s = np.arange(max(0, math.floor(c - half)), min(top, c + half) + 1, dtype="float64")
     return s, _poisson_logpmf(s, mu)
 
 
@@ -190,7 +206,8 @@ def count_logp(family, params, kind, p, y, lower=None, upper=None):
 
 
 def _pick(family, params, locate):
-    if family == "binomial" and int(params[0]) > FULL_SUPPORT_MAX:
+    big = params[0] > FULL_SUPPORT_MAX if family == "binomial" else params[0] > 1e6
+    if big:
         return _support(family, params, locate)
     return _full_support(family, tuple(float(x) for x in params))
 

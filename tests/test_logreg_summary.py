@@ -11,9 +11,8 @@ adaptive-quadrature reference written here with SciPy.
 
 from __future__ import annotations
 
-import warnings
-
 import functools
+import warnings
 
 import numpy as np
 import pymc as pm
