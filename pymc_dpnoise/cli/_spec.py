@@ -126,6 +126,7 @@ class ModelSpec:
     metavar: str = "REPORTS"
     what: str = "file of privatised reports, one per row"
     also: tuple = ()  # the distributions it fits with other options (``--noise``)
+    synopsis: str = ""  # its key options in words, for the docs' model table
 
     def add_data_args(self, group):
         self.data.add_args(group)

@@ -26,7 +26,7 @@ from .._spec import Built, DataKind, Example, Family, ModelSpec, Opt, doc, fmt
 # --------------------------------------------------------------------------------------------
 
 
-#: one numeric report per row (clipped Laplace families; noisy counts later)
+#: one numeric report per row with its budget (the clipped families)
 SCALAR = DataKind(
     (
         column_opt(
@@ -151,6 +151,7 @@ CLIPPED_NORMAL = ModelSpec(
       sigma ~ Gamma(alpha=2, beta=2 / h)      (prior mean h)
     e.g. for [-5, 5]: mu ~ Normal(0, 5), sigma ~ Gamma(2, 0.4).""",
     ),
+    synopsis="--lower --upper, --epsilon or --epsilon-column",
 )
 
 
@@ -172,6 +173,7 @@ CLIPPED_EXPONENTIAL = ModelSpec(
       lam ~ Gamma(alpha=2, beta=upper / 2)     (prior mean of lam: 4 / upper)
     e.g. for upper = 5: lam ~ Gamma(2, 2.5).""",
     ),
+    synopsis="--upper, --epsilon or --epsilon-column",
 )
 
 #: the family's commands (in ``fit --help`` order) and its worked example
@@ -191,13 +193,15 @@ import pandas as pd
 from pymc_dpnoise import mechanisms
 
 rng = np.random.default_rng(1)
-x = rng.normal(1.0, 2.0, size=1000)  # the clean values: mu = 1, sigma = 2 (never released)
-z = mechanisms.perturb_clipped(x, -5.0, 5.0, 1.0, rng)  # each person's report, epsilon = 1
+# the clean values (never released): mu = 1, sigma = 2
+x = rng.normal(1.0, 2.0, size=5000)
+# each person's report: clipped to [-5, 5], Laplace noise at epsilon = 1
+z = mechanisms.perturb_clipped(x, -5.0, 5.0, 1.0, rng)
 pd.DataFrame({"z": z}).to_csv("reports.csv", index=False)
 """,
         "pymc-dpnoise fit clipped-normal reports.csv --lower -5 --upper 5 --epsilon 1",
-        "The reports have a standard deviation of about 14 (mostly Laplace noise of scale 10); "
-        "the posterior of mu and sigma is centred near the truth (1 and 2), which its 94% HDIs "
-        "should cover.",
+        "The reports have a standard deviation of about 14 (mostly Laplace noise of scale 10), "
+        "which a model that ignores the noise would take for sigma; the 94% HDIs of mu and "
+        "sigma should cover the truth (1 and 2), sigma's being the wider: the noise hides it.",
     ),
 )

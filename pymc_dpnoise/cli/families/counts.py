@@ -334,6 +334,7 @@ NOISY_BINOMIAL = ModelSpec(
     metavar="RELEASES",
     what="file of released noisy counts, one per row",
     also=("NoisyBinomial",),
+    synopsis="--n; --noise (default laplace) with --scale, --epsilon or --epsilon-column (Laplace kinds) or --sigma or --rho (Gaussian kinds); [--sensitivity]; [--lower --upper, or --clamp]",
 )
 
 
@@ -360,6 +361,7 @@ NOISY_POISSON = ModelSpec(
     metavar="RELEASES",
     what="file of released noisy totals, one per row",
     also=("NoisyPoisson",),
+    synopsis="--noise (default laplace) with --scale, --epsilon or --epsilon-column (Laplace kinds) or --sigma or --rho (Gaussian kinds); [--sensitivity]; [--lower --upper]",
 )
 
 #: the family's commands (in ``fit --help`` order) and its worked example
@@ -380,9 +382,11 @@ import pandas as pd
 from pymc_dpnoise import noise
 
 rng = np.random.default_rng(2)
-spec = noise.DiscreteGaussian.from_rho(0.5)  # OpenDP's make_gaussian on a count, rho = 0.5
-counts = rng.binomial(500, 0.3, size=40)  # 40 regions of 500 records each, p = 0.3
-released = np.maximum(spec.release(counts, rng), 0)  # OpenDP's saturating cast at 0
+# 40 regions of 500 records each; p = 0.3
+counts = rng.binomial(500, 0.3, size=40)
+# OpenDP's make_gaussian on a count at rho = 0.5, then its cast at 0
+spec = noise.DiscreteGaussian.from_rho(0.5)
+released = np.maximum(spec.release(counts, rng), 0)
 pd.DataFrame({"count": released}).to_csv("counts.csv", index=False)
 """,
         "pymc-dpnoise fit noisy-binomial counts.csv --n 500 --noise discrete-gaussian "

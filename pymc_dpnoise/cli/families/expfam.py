@@ -227,7 +227,7 @@ def _truncated_build(cls_name, param, default_prior):
     return build
 
 
-def _truncated_model(name, cls_name, prior, integer, summary, text):
+def _truncated_model(name, cls_name, prior, integer, summary, text, *, synopsis):
     """A truncated-sum model: ``prior = (rate name, args -> default Gamma (alpha, beta))``."""
     param, default = prior
     return ModelSpec(
@@ -241,6 +241,7 @@ def _truncated_model(name, cls_name, prior, integer, summary, text):
         doc(text),
         metavar="RELEASES",
         what="file of released noisy sums, one per row",
+        synopsis=synopsis,
     )
 
 
@@ -420,6 +421,7 @@ TRUNCATED_EXPONENTIAL = _truncated_model(
     matters: the sum's mean is not monotone in lam, so a small rate with most records
     dropped can explain the same sums (a second mode, of similar likelihood when the
     releases are few).  Look for it with a wider --lam-prior and several chains.""",
+    synopsis="--upper [--lower], --n or --n-column, --epsilon or --epsilon-column, [--sensitivity]",
 )
 
 
@@ -440,6 +442,7 @@ TRUNCATED_POISSON = _truncated_model(
     The bounds are declared to hold most records, so mu > upper has prior
     probability 0.09: as for truncated-exponential, a rate with most counts above
     upper can explain the same sums (a second mode).""",
+    synopsis="--upper [--lower], --n or --n-column, --epsilon or --epsilon-column, [--sensitivity]",
 )
 
 
@@ -471,6 +474,7 @@ TRUNCATED_NORMAL = ModelSpec(
     ),
     metavar="RELEASES",
     what="file of released noisy pairs (sum x, sum x^2), one per row",
+    synopsis="--lower --upper, --n or --n-column, --epsilon or --epsilon-column, [--sensitivity] (default: the exact one of the bounds)",
 )
 
 
@@ -496,6 +500,7 @@ NOISY_MULTINOMIAL = ModelSpec(
     ),
     metavar="RELEASES",
     what="file of released noisy count vectors, one per row",
+    synopsis="--n or --n-column, --epsilon or --epsilon-column, [--sensitivity] (default 2), [--latent]",
 )
 
 #: the family's commands (in ``fit --help`` order) and its worked example
@@ -516,9 +521,12 @@ import pandas as pd
 from pymc_dpnoise import mechanisms
 
 rng = np.random.default_rng(3)
-x = rng.exponential(2.0, size=(30, 200))  # 30 data holders, 200 records each, rate lam = 0.5
-release = mechanisms.release_truncated_sum(x, 0.0, 8.0, 1.0, rng)  # records in [0, 8], epsilon 1
-pd.DataFrame({"sum": release.value, "records": release.n}).to_csv("sums.csv", index=False)
+# 30 data holders with 200 records each; rate lam = 0.5
+x = rng.exponential(2.0, size=(30, 200))
+# each releases the sum of its records in [0, 8] at epsilon = 1
+rel = mechanisms.release_truncated_sum(x, 0.0, 8.0, 1.0, rng)
+table = pd.DataFrame({"sum": rel.value, "records": rel.n})
+table.to_csv("sums.csv", index=False)
 """,
         "pymc-dpnoise fit truncated-exponential sums.csv --upper 8 --n-column records --epsilon 1",
         "The posterior of lam is centred near the truth, 0.5.",

@@ -221,10 +221,13 @@ _FREQ_PRIOR = """
     patterns, not of reports."""
 
 
-def _frequency_model(name, cls_name, data, options, check, summary, text):
+def _frequency_model(name, cls_name, data, options, check, summary, text, *, synopsis):
     """A histogram model: ``cls_name`` from pymc_dpnoise.distributions, Dirichlet prior."""
     build = _frequency_build(cls_name)
-    return ModelSpec(name, cls_name, data, options, check, build, summary, doc(text, _FREQ_PRIOR))
+    description = doc(text, _FREQ_PRIOR)
+    return ModelSpec(
+        name, cls_name, data, options, check, build, summary, description, synopsis=synopsis
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,6 +248,7 @@ OUE = _frequency_model(
     1 / (1 + e^epsilon) (OUE).  Fitted with pymc_dpnoise.OUELikelihood.
     The file holds one report per row as k 0/1 columns (or one row per distinct
     pattern with --counts-column).""",
+    synopsis="--epsilon or --epsilon-column",
 )
 
 
@@ -259,6 +263,7 @@ SUE = _frequency_model(
     Like oue, but every bit is kept w.p. e^(epsilon/2) / (1 + e^(epsilon/2)) and
     flipped otherwise (SUE, basic one-time RAPPOR).  Fitted with
     pymc_dpnoise.SUELikelihood.  File layout as for oue.""",
+    synopsis="--epsilon or --epsilon-column",
 )
 
 
@@ -273,6 +278,7 @@ UNARY_ENCODING = _frequency_model(
     Unary encoding with the item's own bit reported as 1 w.p. --keep-prob and every
     other bit w.p. --flip-prob.  Fitted with pymc_dpnoise.UnaryEncodingLikelihood.
     File layout as for oue.""",
+    synopsis="--keep-prob --flip-prob",
 )
 
 
@@ -288,6 +294,7 @@ KRR = _frequency_model(
     another item uniformly otherwise (k-RR, direct encoding).  Fitted with
     pymc_dpnoise.KRRLikelihood.  The file holds one category id per row (or one row
     per id with --counts-column).""",
+    synopsis="--k, --epsilon or --epsilon-column",
 )
 
 #: the family's commands (in ``fit --help`` order) and its worked example
@@ -307,9 +314,12 @@ import pandas as pd
 from pymc_dpnoise import mechanisms
 
 rng = np.random.default_rng(4)
-items = rng.choice(4, size=3000, p=[0.4, 0.3, 0.2, 0.1])  # theta = (0.4, 0.3, 0.2, 0.1)
-bits = mechanisms.oue_perturb(items, 4, 2.0, rng)  # one row of k = 4 bits per person
-pd.DataFrame(bits, columns=["a", "b", "c", "d"]).to_csv("bits.csv", index=False)
+# 3000 people, one item of k = 4 each; theta = (0.4, 0.3, 0.2, 0.1)
+items = rng.choice(4, size=3000, p=[0.4, 0.3, 0.2, 0.1])
+# each reports k = 4 bits by optimal unary encoding at epsilon = 2
+bits = mechanisms.oue_perturb(items, 4, 2.0, rng)
+table = pd.DataFrame(bits, columns=["a", "b", "c", "d"])
+table.to_csv("bits.csv", index=False)
 """,
         "pymc-dpnoise fit oue bits.csv --epsilon 2",
         "The reports are grouped into at most 2^4 = 16 distinct patterns; the posteriors of "

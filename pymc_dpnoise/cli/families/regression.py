@@ -252,6 +252,7 @@ LINREG = ModelSpec(
         _REG_PRIOR,
         ", sigma ~ HalfNormal(1).",
     ),
+    synopsis="--sigma-x --sigma-y, or --epsilon --delta [--R --R-y --c]",
 )
 
 
@@ -273,6 +274,7 @@ LOGREG = ModelSpec(
         _REG_PRIOR,
         ".",
     ),
+    synopsis="--sigma-x --epsilon-y, or --epsilon --delta [--R --c]",
 )
 
 #: the family's commands (in ``fit --help`` order) and its worked example
@@ -292,10 +294,13 @@ import pandas as pd
 from pymc_dpnoise import mechanisms
 
 rng = np.random.default_rng(5)
+# 2000 people; theta = (1, -0.5), residual sd 0.3
 X = rng.normal(0.0, 0.3, size=(2000, 2))
-y = X @ [1.0, -0.5] + rng.normal(0.0, 0.3, size=2000)  # theta = (1, -0.5), sigma = 0.3
-release = mechanisms.perturb_linreg(X, y, 4.0, 1e-5, rng)  # epsilon = 4, delta = 1e-5
-pd.DataFrame(release.reports, columns=["x1", "x2", "y"]).to_csv("regression.csv", index=False)
+y = X @ [1.0, -0.5] + rng.normal(0.0, 0.3, size=2000)
+# each reports x and y with Gaussian noise at epsilon = 4, delta = 1e-5
+rel = mechanisms.perturb_linreg(X, y, 4.0, 1e-5, rng)
+table = pd.DataFrame(rel.reports, columns=["x1", "x2", "y"])
+table.to_csv("regression.csv", index=False)
 """,
         "pymc-dpnoise fit linreg regression.csv --epsilon 4 --delta 1e-5",
         "The likelihood line shows the noise scales computed from the budget; the posteriors of "

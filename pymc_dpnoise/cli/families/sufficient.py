@@ -195,6 +195,7 @@ SS_NORMAL = ModelSpec(
     ),
     metavar="STATISTICS",
     what="file of released statistics, one per row",
+    synopsis="--glm --n; --noise-sd, --noise-var-column, or --epsilon --delta [--R --Ry]; [--local]",
 )
 
 #: the family's commands (in ``fit --help`` order) and its worked example
@@ -213,10 +214,14 @@ import pandas as pd
 from pymc_dpnoise import mechanisms
 
 rng = np.random.default_rng(6)
+# 5000 records; theta = (0.8, -0.4), residual sd 0.2
 X = rng.normal(0.0, 0.3, size=(5000, 2))
-y = X @ [0.8, -0.4] + rng.normal(0.0, 0.2, size=5000)  # theta = (0.8, -0.4), sigma = 0.2
-release = mechanisms.release_sufficient_statistics(X, y, "linear", 1.0, 1e-5, rng)
-pd.DataFrame({"s": release.z}).to_csv("statistics.csv", index=False)
+y = X @ [0.8, -0.4] + rng.normal(0.0, 0.2, size=5000)
+# the sum of their linear-GLM statistics, at epsilon = 1, delta = 1e-5
+rel = mechanisms.release_sufficient_statistics(
+    X, y, "linear", 1.0, 1e-5, rng
+)
+pd.DataFrame({"s": rel.z}).to_csv("statistics.csv", index=False)
 """,
         "pymc-dpnoise fit ss-normal statistics.csv --glm linear --n 5000 --epsilon 1 --delta 1e-5",
         "The file has m = 9 rows (d = 2 features); the posteriors of theta[x0] and theta[x1] "
