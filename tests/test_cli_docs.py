@@ -91,10 +91,13 @@ def test_every_example_on_the_page_runs(family, tmp_path, monkeypatch, capsys):
     assert any(d in out for d in (spec.distribution, *spec.also))
 
 
-def test_wrapped_commands_are_the_command():
+def test_examples_fit_the_page_width():
+    """Code lines of at most 72 characters (the page's code blocks show about 75), and the
+    wrapped command lines join back to the command."""
     for family in FAMILIES:
+        assert max(map(len, family.example.setup.splitlines())) <= 72, family.name
         lines = wrap_command(family.example.command)
-        assert all(len(line) <= 78 for line in lines)
+        assert all(len(line) <= 72 for line in lines)
         joined = " ".join(line.rstrip(" \\").strip() for line in lines)
         assert joined == family.example.command
     assert wrap_command("a --lower -5 --upper 5", width=16) == ["a --lower -5 \\", "    --upper 5"]

@@ -1,9 +1,10 @@
 """Argument parsing of the ``pymc-dpnoise`` command line: the parser and its shared options.
 
 ``fit`` has one subcommand per entry of the model registry (:mod:`._registry`); the value
-validators, the error type and the exit codes are in :mod:`._base` (re-exported here).
-Imports only the standard library and the registry (which imports nothing heavy), so
-``--help`` and argument errors answer without loading NumPy or PyMC.
+validators, the error type and the exit codes are in :mod:`._base` (the error type and the
+exit codes are re-exported here).  Imports only the standard library and the registry (which
+imports nothing heavy), so ``--help`` and argument errors answer without loading NumPy or
+PyMC.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ._spec import OneOf
 __all__ = ["PARTS", "command_help", "render", "wrap_command"]
 
 #: width of the help texts shown on the page (argparse reads it from ``COLUMNS``)
-HELP_WIDTH = 92
+HELP_WIDTH = 80
 
 
 def _escape(text: str) -> str:
@@ -52,7 +52,7 @@ def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, 95, break_long_words=False, break_on_hyphens=False)
 
 
-def wrap_command(command: str, width: int = 76) -> list[str]:
+def wrap_command(command: str, width: int = 72) -> list[str]:
     """A command line as shell lines of at most ``width`` characters, continued with ``\\``
     (an option and its value stay on one line)."""
     words = command.split(" ")

@@ -195,7 +195,7 @@ from pymc_dpnoise import mechanisms
 rng = np.random.default_rng(1)
 # the clean values (never released): mu = 1, sigma = 2
 x = rng.normal(1.0, 2.0, size=5000)
-# each person's report: clipped to [-5, 5], Laplace noise at epsilon = 1
+# each person's report: clipped to [-5, 5] plus Laplace noise, epsilon 1
 z = mechanisms.perturb_clipped(x, -5.0, 5.0, 1.0, rng)
 pd.DataFrame({"z": z}).to_csv("reports.csv", index=False)
 """,
