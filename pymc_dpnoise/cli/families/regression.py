@@ -294,19 +294,19 @@ import pandas as pd
 from pymc_dpnoise import mechanisms
 
 rng = np.random.default_rng(5)
-# 2000 people; theta = (1, -0.5), residual sd 0.3
-X = rng.normal(0.0, 0.3, size=(2000, 2))
-y = X @ [1.0, -0.5] + rng.normal(0.0, 0.3, size=2000)
-# each reports x and y with Gaussian noise at epsilon = 4, delta = 1e-5
-rel = mechanisms.perturb_linreg(X, y, 4.0, 1e-5, rng)
+# 20000 people; theta = (1, -0.5), residual sd 0.3
+X = rng.normal(0.0, 0.35, size=(20000, 2))
+y = X @ [1.0, -0.5] + rng.normal(0.0, 0.3, size=20000)
+# each reports x and y with Gaussian noise at epsilon = 16, delta = 1e-5
+rel = mechanisms.perturb_linreg(X, y, 16.0, 1e-5, rng)
 table = pd.DataFrame(rel.reports, columns=["x1", "x2", "y"])
 table.to_csv("regression.csv", index=False)
 """,
-        "pymc-dpnoise fit linreg regression.csv --epsilon 4 --delta 1e-5",
-        "The likelihood line shows the noise scales the budget implies (sigma_x about 4.1, "
-        "sigma_y about 8.3, against features of sd 0.3): at this budget 2000 reports say "
-        "little, and the posteriors of theta[x1] and theta[x2] stay close to their prior "
-        "(sd about 2), which is the honest answer: local-DP regression needs many reports or "
-        "a large budget.",
+        "pymc-dpnoise fit linreg regression.csv --epsilon 16 --delta 1e-5",
+        "The likelihood line shows the noise scales the budget implies (sigma_x about 1.2, "
+        "sigma_y about 2.5, against features of sd 0.35); the posteriors of theta[x1] and "
+        "theta[x2] should cover 1 and -0.5, with sds of about 0.3 even from 20000 reports at "
+        "this large budget: local-DP regression needs many reports (at epsilon 4, 2000 "
+        "reports leave theta at its prior).",
     ),
 )
