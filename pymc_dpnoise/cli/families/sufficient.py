@@ -224,7 +224,7 @@ rel = mechanisms.release_sufficient_statistics(
 pd.DataFrame({"s": rel.z}).to_csv("statistics.csv", index=False)
 """,
         "pymc-dpnoise fit ss-normal statistics.csv --glm linear --n 5000 --epsilon 1 --delta 1e-5",
-        "The file has m = 9 rows (d = 2 features); the posteriors of theta[x0] and theta[x1] "
+        "The file has m = 6 rows (d = 2 features); the posteriors of theta[x0] and theta[x1] "
         "are centred near 0.8 and -0.4.",
     ),
 )
