@@ -80,6 +80,7 @@ extensions = [
     "numpydoc",
     "myst_nb",
     "pmd_docs",  # docs/_ext/pmd_docs.py: if-importable blocks, notebook-toctree, sbc-results
+    "pmd_cli",  # docs/_ext/pmd_cli.py: the command-line page, generated from the CLI's registry
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}

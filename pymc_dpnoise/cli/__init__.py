@@ -17,9 +17,14 @@ Commands
     discrete Laplace, rounded Laplace, Gaussian or discrete Gaussian, with ``--scale`` /
     ``--epsilon`` or ``--sigma`` / ``--rho``) and its clamp as ``--lower`` / ``--upper``.
 
-Layout: :mod:`._args` (parser, validators), :mod:`._read` (DuckDB readers), :mod:`._models`
-(the registry: one entry per model), :mod:`._fit` (the fit command), :mod:`._write` (output
-checks, atomic writes).
+Layout, bottom to top (each module imports only the ones above it in this list, never back):
+:mod:`._base` (error type, exit codes, option validators), :mod:`._spec` (the shapes of a
+model entry), :mod:`._options` and :mod:`._columns` (options and reading helpers shared by the
+families), :mod:`.families` (one module per model family: its options, reader and builders),
+:mod:`._registry` (every family and model, in order), :mod:`._args` (the parser, built from
+the registry), :mod:`._read` (DuckDB readers), :mod:`._write` (output checks, atomic writes),
+:mod:`._fit` (the fit command), :mod:`._reference` (the docs' command-line page, generated
+from the registry).
 
 Bad input (missing file, non-numeric or missing reports, ε ≤ 0, ``lower >= upper``, unknown
 column, an existing ``--save`` target without ``--force`` ...) gives a one-line ``error:``
@@ -32,10 +37,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ._args import INTERRUPTED, PROG, USAGE_ERROR, InputError, build_parser
+from ._args import build_parser
+from ._base import INTERRUPTED, PROG, USAGE_ERROR, InputError
 from ._fit import Interrupt, configure_quiet, resolve_sampler, run_fit
-from ._models import MODELS
 from ._read import read_reports
+from ._registry import MODELS
 
 __all__ = ["MODELS", "InputError", "build_parser", "main", "read_reports"]
 

@@ -12,9 +12,11 @@ import os
 import signal
 import sys
 
-from ._args import INTERRUPTED, PROG, InputError, sampler_available
-from ._models import MODELS, _pick_column
+from ._args import sampler_available
+from ._base import INTERRUPTED, PROG, SAMPLING_FAILED, InputError
+from ._columns import pick_column
 from ._read import open_table
+from ._registry import MODELS
 from ._write import check_target, write_atomic
 
 __all__ = ["Interrupt", "run_fit"]
@@ -164,7 +166,7 @@ def _summary_data(spec, args, t):
         return None
     from ..summaries import SUMMARY_THRESHOLD, summarize_if_large
 
-    idx = _pick_column(t, args.column, set(), "reports")
+    idx = pick_column(t, args.column, set(), "reports")
     col = '"' + t._sql_names[idx].replace('"', '""') + '"'
     col = f"trim({col})" if t.format == "csv" else col
     # the column keeps its name, so that the summaries' errors name it
@@ -244,7 +246,7 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
         text = str(exc).strip()
         first_line = text.splitlines()[0] if text else type(exc).__name__
         print(f"{PROG} fit {args.model}: error: sampling failed: {first_line}", file=err)
-        return 1
+        return SAMPLING_FAILED
     interrupt.check()  # a sampler that swallowed Ctrl-C returned a partial trace
 
     summary = summary_frame(idata, built.params, args.hdi_prob)

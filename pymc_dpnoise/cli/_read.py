@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ._args import InputError
+from ._base import InputError
 
 __all__ = ["Column", "Table", "open_table", "read_reports"]
 

@@ -18,7 +18,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from ._args import InputError
+from ._base import InputError
 
 __all__ = ["Target", "check_target", "write_atomic"]
 
