@@ -199,7 +199,9 @@ def worker(spec: dict) -> dict:
 
 def run_case(spec: dict, cache: Path) -> dict:
     env = dict(os.environ)
-    env["PYTENSOR_FLAGS"] = f"compiledir={cache / 'pytensor'}"
+    # base_compiledir, not only compiledir: PyTensor's Numba cache is base_compiledir/numba
+    # (pytensor.link.numba.cache.NUMBA_CACHE_PATH), so compiledir= alone leaves it warm
+    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache / 'pytensor'}"
     env["NUMBA_CACHE_DIR"] = str(cache / "numba")
     env["OMP_NUM_THREADS"] = "1"
     env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
@@ -247,6 +249,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="200 + 200 draws")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--samplers", default="nutpie,pymc,numpyro")
+    ap.add_argument("--variants", default="noise-aware,naive")
     ap.add_argument("--append", action="store_true", help="keep the rows of the last run")
     ap.add_argument(
         "--tag", default="", help="shard name: rows go to results/NAME.partial.TAG.json"
@@ -283,7 +286,11 @@ def main():
                     ["noise-aware"] if model == "readme-summary" else ["noise-aware", "naive"]
                 )
                 done = {(r["model"], r["sampler"], r["variant"]) for r in rows}
-                variants = [v for v in variants if (model, sampler, v) not in done]
+                variants = [
+                    v
+                    for v in variants
+                    if (model, sampler, v) not in done and v in args.variants.split(",")
+                ]
                 for caches in ("cold", "warm"):
                     order = variants if caches == "cold" else variants[::-1]
                     for variant in order:

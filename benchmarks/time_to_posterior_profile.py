@@ -188,7 +188,9 @@ def worker(spec: dict) -> dict:
 
 def run_case(spec: dict, cache: Path) -> dict:
     env = dict(os.environ)
-    env["PYTENSOR_FLAGS"] = f"compiledir={cache / 'pytensor'}"
+    # base_compiledir, not only compiledir: PyTensor's Numba cache is base_compiledir/numba
+    # (pytensor.link.numba.cache.NUMBA_CACHE_PATH), so compiledir= alone leaves it warm
+    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache / 'pytensor'}"
     env["NUMBA_CACHE_DIR"] = str(cache / "numba")
     env["OMP_NUM_THREADS"] = "1"
     env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
