@@ -85,8 +85,8 @@ def main():
         ("tol", "tol (nats)"),
         ("n_bins", "bins"),
         ("design_bound", "design bound"),
-        ("max_abs_diff", "max |exact − summary|"),
-        ("max_centred_diff", "max |δ − mean δ|"),
+        ("max_abs_diff", "max abs(exact − summary)"),
+        ("max_centred_diff", "max abs(δ − mean δ)"),
         ("max_bound", "max error bound"),
         ("shift_from_diff_sd", "posterior shift ≤ (sd), from δ"),
         ("shift_from_bound_sd", "posterior shift ≤ (sd), from bound"),
@@ -96,9 +96,9 @@ def main():
         "# README example through the binned summary: error against Monte Carlo error\n\n"
         "5,000 reports, ε = 1, clip [−5, 5]; 81 parameter points on the posterior's ±4 sd box "
         "(μ ∈ 1.02 ± 0.68, σ ∈ [0.2, 3.67]). δ = exact − summary log likelihood (nats). "
-        "Shift bound: with sup|δ − c| ≤ B the posterior density ratio is in [e^{−2B}, e^{2B}], "
+        "Shift bound: with sup abs(δ − c) ≤ B the posterior density ratio is in [e^{−2B}, e^{2B}], "
         "so any posterior mean moves by at most (e^{2B} − 1) posterior sd (the bound column "
-        "takes B = the largest rigorous bound, which holds for |δ − c| with c = 0).\n\n"
+        "takes B = the largest rigorous bound, which holds for abs(δ − c) with c = 0).\n\n"
         + md_table(rows, cols)
     )
     write_results(NAME, info, body, {"rows": rows}, t_start)
