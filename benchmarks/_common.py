@@ -193,3 +193,20 @@ def time_variants(fns: dict, rounds: int, batch_seconds: float = 0.03):
             wall[k].append(t.wall / n)
             cpu[k].append(t.cpu / n)
     return wall, cpu, reps
+
+
+def worker_env(cache):
+    """Environment of a fresh worker process whose compile caches live under ``cache`` (an
+    empty directory: a cold run; the same directory again: a warm one)."""
+    import os
+    from pathlib import Path
+
+    env = dict(os.environ)
+    # base_compiledir, not only compiledir: PyTensor's Numba cache is base_compiledir/numba
+    # (pytensor.link.numba.cache.NUMBA_CACHE_PATH), so compiledir= alone leaves it warm
+    env["PYTENSOR_FLAGS"] = f"base_compiledir={Path(cache) / 'pytensor'}"
+    env["NUMBA_CACHE_DIR"] = str(Path(cache) / "numba")
+    env["OMP_NUM_THREADS"] = "1"
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return env

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -187,13 +186,11 @@ def worker(spec: dict) -> dict:
 
 
 def run_case(spec: dict, cache: Path) -> dict:
-    env = dict(os.environ)
-    # base_compiledir, not only compiledir: PyTensor's Numba cache is base_compiledir/numba
-    # (pytensor.link.numba.cache.NUMBA_CACHE_PATH), so compiledir= alone leaves it warm
-    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache / 'pytensor'}"
-    env["NUMBA_CACHE_DIR"] = str(cache / "numba")
-    env["OMP_NUM_THREADS"] = "1"
-    env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    from _common import worker_env
+
+    env = worker_env(cache)
     t = time.perf_counter()
     r = subprocess.run(
         [sys.executable, __file__, "--worker", json.dumps(spec)],
