@@ -2,10 +2,12 @@
 names (``chol=`` beside ``cov=``, the refused ``epsilon=`` of PerturbedLogReg), and readable
 ``print(model)``.
 
-The dtype rule is PyMC's own (checked here against ``pm.Normal`` and ``pm.Binomial`` too): the
-draws and the log density of a continuous report have dtype ``floatX``; integer reports (bit
-vectors, k-RR items) keep integer draws and a float64 log density.  Internally everything is
-float64, so the float32 log density equals the float64 one to float32 rounding.
+The dtype rule is PyMC's own for continuous reports (checked here against ``pm.Normal``): the
+draws and the log density have dtype ``floatX``.  Integer-valued reports (bit vectors, k-RR
+items) are float64 holding integers whatever floatX, with a float64 log density: unlike
+``pm.Binomial``'s int64 (checked below), so that ``pm.logp`` sees a NumPy value as given
+rather than cast to an integer (issue 22).  Internally everything is float64, so the float32
+log density equals the float64 one to float32 rounding.
 """
 
 from __future__ import annotations
@@ -88,8 +90,9 @@ def test_dtype_rule_under_float32(name):
         if kind == "continuous":
             assert rv.dtype == "float32" and draw.dtype == np.float32, name
             assert logp.dtype == "float32", name
-        else:
-            assert np.issubdtype(draw.dtype, np.integer), name
+        else:  # integer values in float64 whatever floatX (issue 22: pm.logp sees the value)
+            assert rv.dtype == "float64" and draw.dtype == np.float64, name
+            assert np.all(draw == np.round(draw)), name
             assert logp.dtype == "float64", name
         lp32 = logp.eval()
     assert np.all(np.isfinite(lp32))

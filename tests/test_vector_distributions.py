@@ -6,6 +6,7 @@ Cases register in ``tests/cases/<family>.py`` (see ``tests/harness.py`` for the 
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -460,3 +461,117 @@ def test_logp_finite_and_right_at_extreme_valid_parameters(case):
             assert np.max(err) <= max(case.rtol, 1e-6), dict(
                 overrides=overrides, ours=ours, ref=ref
             )
+
+
+# --------------------------------------------------------------------------------------------
+# pm.logp outside a model judges a report as the model does (issue 22)
+# --------------------------------------------------------------------------------------------
+
+
+def _discrete_targets():
+    """Every discrete-valued distribution: ``(id, class, kwargs, valid, bad)`` with ``bad`` = {kind: report} for a non-integer report, a NaN report and an integer
+    report outside the support.  The registry's discrete cases, and the integer-noise kinds
+    of NoisyBinomial / NoisyPoisson (clamped, so that an integer can be outside)."""
+    from pymc.distributions.distribution import Discrete
+
+    import pymc_dpnoise as pmd
+    from pymc_dpnoise import noise
+
+    out = []
+    for case in CASES:
+        if not issubclass(case.cls, Discrete):
+            continue
+        valid = np.asarray(case.simulate(np.random.default_rng(0), case.typical, 1)[0], float)
+        k = np.shape(case.typical["p"])[-1]
+        bad = {}
+        for kind, entry in (("non-integer", 0.5), ("NaN", np.nan), ("outside", 2.0)):
+            report = valid.copy()
+            if case.event_ndim == 0:
+                report = np.float64(k if kind == "outside" else entry)
+            else:
+                report.flat[0] = entry
+            bad[kind] = report
+        out.append((case.name, case.cls, case.typical, valid, bad))
+    specs = [noise.DiscreteLaplace(1.5), noise.RoundedLaplace(1.5), noise.DiscreteGaussian(1.5)]
+    for spec in specs:
+        kw = dict(n=10, p=0.3, noise=spec, lower=0, upper=10)
+        bad = {"non-integer": 2.5, "NaN": np.nan, "outside": 11.0}
+        out.append((f"NoisyBinomial-{spec.kind}", pmd.NoisyBinomial, kw, 3.0, bad))
+        kw = dict(mu=3.0, noise=spec, lower=0)
+        bad = {"non-integer": 2.5, "NaN": np.nan, "outside": -1.0}
+        out.append((f"NoisyPoisson-{spec.kind}", pmd.NoisyPoisson, kw, 3.0, bad))
+    return out
+
+
+_DISCRETE = _discrete_targets()
+
+
+def test_discrete_targets_cover_every_discrete_distribution():
+    """The class test below runs on every discrete-valued distribution of the package."""
+    from pymc.distributions.distribution import Discrete
+
+    import pymc_dpnoise as pmd
+    from pymc_dpnoise.distributions import noisy_counts
+
+    classes = [getattr(pmd, name) for name in pmd.distributions.__all__]
+    classes += list(noisy_counts._CLASSES.values())
+    discrete = {c.rv_type for c in classes if isinstance(c, type) and issubclass(c, Discrete)}
+    covered = {type(cls.dist(**kw).owner.op) for _, cls, kw, *_ in _DISCRETE}
+    assert discrete, "no discrete distribution found: the discovery is broken"
+    assert discrete <= covered, discrete - covered
+
+
+def _cheap(target):
+    """The default run checks the registry's discrete cases and the discrete-Laplace kind of
+    each count family; the other integer-noise kinds (larger graphs, about 5 CPU-s each to
+    compile) run under ``slow``."""
+    name = target[0]
+    return not name.startswith("Noisy") or name.endswith("discrete_laplace")
+
+
+@pytest.mark.parametrize(
+    "target",
+    [pytest.param(t, id=t[0], marks=() if _cheap(t) else pytest.mark.slow) for t in _DISCRETE],
+)
+def test_logp_outside_a_model_judges_reports_as_the_model_does(target):
+    """Issue 22: ``pm.logp(dist, value)`` with a NumPy value gives a non-integer, a NaN and
+    an out-of-support report of a discrete distribution -inf, exactly as the model's own log
+    density does at that report (the value of a latent variable), and a model refuses each
+    of them as observed data (ValueError naming the variable: a report that cannot be one is
+    a data error, not an impossible model); a valid report gets the same finite value on
+    both paths.  Was (integer report dtypes): PyMC cast the NumPy value, and the model
+    function its point, to the integer dtype (``as_tensor_variable(value, dtype=rv.dtype)``,
+    ``allow_input_downcast``) before the distribution saw it, so 0.5 and NaN bits were
+    scored as 0 (finite) on both paths while the observed path refused them, and observed
+    NoisyBinomial / NoisyPoisson releases outside the clamp range were accepted (the model
+    logp then -inf)."""
+    name, cls, kw, valid, bad = target
+    kinds = list(bad)
+    batch = np.stack([np.asarray(valid, float)] + [np.asarray(bad[k], float) for k in kinds])
+    with pm.Model() as model:
+        cls("z", **kw, shape=batch.shape)
+    model_term = model.logp(vars=[model["z"]], jacobian=False, sum=False)[0]
+    value_var = model.rvs_to_values[model["z"]]
+    with warnings.catch_warnings():  # NumPy's "invalid value in cast" of NaN to an integer
+        warnings.simplefilter("ignore", RuntimeWarning)
+        numpy_lp, model_lp = pytensor.function(  # one compiled function for both paths
+            [value_var],
+            [pm.logp(cls.dist(**kw), batch), model_term],
+            allow_input_downcast=True,  # as PyMC's compile_fn: a point is cast to the value dtype
+        )(batch)
+    failures = []
+    if not np.isfinite(numpy_lp[0]):
+        failures.append(("valid", "pm.logp", numpy_lp[0]))
+    for i, kind in enumerate(kinds, start=1):
+        if numpy_lp[i] != -np.inf:
+            failures.append((kind, "pm.logp(NumPy value)", numpy_lp[i]))
+        with pm.Model():
+            try:
+                cls("z", **kw, observed=batch[[0, i]])
+                failures.append((kind, "observed", "accepted"))
+            except ValueError:
+                pass
+        if model_lp[i] != -np.inf:
+            failures.append((kind, "model logp at the value", model_lp[i]))
+    np.testing.assert_allclose(model_lp[0], numpy_lp[0], rtol=1e-14, err_msg=name)
+    assert not failures, failures

@@ -292,6 +292,18 @@ _NO_ICDF = (
 # --------------------------------------------------------------------------------------------
 
 
+#: dtype of the integer-valued reports (bit vectors, k-RR items, counts with integer noise):
+#: float64 holding integers, not an integer dtype.  ``pm.logp(rv, value)`` converts a
+#: non-tensor ``value`` with ``as_tensor_variable(value, dtype=rv.dtype)`` (pymc/logprob/
+#: basic.py) before any code of the distribution runs, and so does a compiled model function
+#: for a point (``allow_input_downcast``): to an integer dtype that cast turns 0.5 into 0 and
+#: NaN into an arbitrary integer, which the log density then scores as a valid report.  In
+#: float64 the value arrives as given and the log density gives a non-integer, NaN or
+#: out-of-support report -inf, as it does for a float tensor.  Integers are exact in float64
+#: up to 2^53 (the largest n of the count families).
+REPORT_DTYPE = "float64"
+
+
 def _to_floatx(x):
     """Cast a continuous draw or log density to ``floatX`` (no-op under float64)."""
     floatx = pytensor.config.floatX

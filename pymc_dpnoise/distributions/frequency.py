@@ -19,6 +19,7 @@ from .. import math as dpmath
 from .._validation import check_finite, check_positive, check_required, constant_value
 from ..mechanisms.frequency import MAX_EPSILON  # one limit for the release and the likelihood
 from ._common import (
+    REPORT_DTYPE,
     _check_observed,
     _check_value_batch,
     _check_value_width,
@@ -191,7 +192,7 @@ def _unary_draw(rng, size, p, a, b):
     onehot = pt.eq(item[..., None], pt.arange(k))
     prob = pt.switch(onehot, a[..., None], b[..., None])
     final_rng, u = uniform(0.0, 1.0, size=prob.shape, rng=next_rng, return_next_rng=True)
-    return final_rng, pt.cast(pt.lt(u, prob), "int8")
+    return final_rng, pt.cast(pt.lt(u, prob), REPORT_DTYPE)
 
 
 class _UnaryRV(SymbolicRandomVariable):
@@ -243,7 +244,7 @@ class UnaryEncodingRV(_UnaryRV):
 
 
 def _unary_support_point(size, p, a, b, counts):
-    point = pt.cast(pt.gt(b[..., None] + (a - b)[..., None] * p, 0.5), "int8")
+    point = pt.cast(pt.gt(b[..., None] + (a - b)[..., None] * p, 0.5), REPORT_DTYPE)
     point = pt.broadcast_arrays(point, counts[..., None])[0]
     if not rv_size_is_none(size):
         point = pt.broadcast_to(point, pt.concatenate([size, [p.shape[-1]]]))
@@ -555,7 +556,7 @@ class KRRRV(SymbolicRandomVariable):
         rng3, other = integers(0, k - 1, size=item.shape, rng=rng2, return_next_rng=True)
         other = other + pt.ge(other, item)
         y = pt.switch(pt.lt(u, keep), item, other)
-        return _rv_node(cls, rng, size, [p, epsilon, counts], rng3, pt.cast(y, "int64"))
+        return _rv_node(cls, rng, size, [p, epsilon, counts], rng3, pt.cast(y, REPORT_DTYPE))
 
 
 class KRRLikelihood(_EpsilonLikelihood):
@@ -613,7 +614,7 @@ class KRRLikelihood(_EpsilonLikelihood):
         point = pt.broadcast_arrays(point, epsilon, counts)[0]
         if not rv_size_is_none(size):
             point = pt.broadcast_to(point, size)
-        return pt.cast(point, "int64")
+        return pt.cast(point, REPORT_DTYPE)
 
     def logp(value, p, epsilon, counts):
         k = p.shape[-1]

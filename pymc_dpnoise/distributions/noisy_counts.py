@@ -2,7 +2,8 @@
 
 ``NoisyBinomial`` and ``NoisyPoisson`` dispatch on the noise spec to one class per noise kind
 (the graph of the likelihood and of the draws differs by kind; the integer kinds are
-:class:`~pymc.distributions.distribution.Discrete` with integer draws).  The math is
+:class:`~pymc.distributions.distribution.Discrete` with integer-valued draws, in float64:
+``REPORT_DTYPE`` of :mod:`pymc_dpnoise.distributions._common`).  The math is
 :mod:`pymc_dpnoise.math.noisy_counts`.
 """
 
@@ -19,6 +20,7 @@ from .. import noise as noise_mod
 from .._validation import check_required, check_shapes, constant_value
 from ..math import noisy_counts as ncm
 from ._common import (
+    REPORT_DTYPE,
     _all_finite,
     _cdf_of_value,
     _check_observed,
@@ -106,7 +108,7 @@ def _make_rv(family, kind):
                 rng_next, s = poisson(mu, size=size, rng=rng, return_next_rng=True)
             final_rng, noise = _noise_draw(kind, param, size, rng_next)
             y = _clamp(pt.cast(s, "float64") + noise, lower, upper)
-            y = pt.cast(y, "int64") if discrete else _to_floatx(y)
+            y = pt.cast(y, REPORT_DTYPE) if discrete else _to_floatx(y)
             return _rv_node(cls, rng, size, params, final_rng, y)
 
     _RV.__name__ = _RV.__qualname__ = f"{title}{kind.title().replace('_', '')}RV"
@@ -298,6 +300,21 @@ def _validate_common(noise, lower, upper, name=None):
     return spec
 
 
+def _check_inside_clamp(name, obs, lower, upper):
+    """Refuse observed releases outside constant clamp bounds: no release can be there (the
+    log density is -inf, and the model could not be sampled)."""
+    lo, hi = constant_value(lower), constant_value(upper)
+    if lo is None or hi is None:
+        return
+    bad = (obs < lo) | (obs > hi)
+    if np.any(bad):
+        where = np.argwhere(bad)[:5].tolist() if np.ndim(bad) else []
+        raise ValueError(
+            f"{name}: observed releases must lie in the clamp range [lower, upper]; found "
+            f"{np.ravel(np.broadcast_to(obs, np.shape(bad))[bad])[:3]} (first at index {where})"
+        )
+
+
 class _NoisyCount:
     """Dispatch on the noise spec (see :class:`NoisyBinomial`)."""
 
@@ -306,13 +323,16 @@ class _NoisyCount:
     def __new__(cls, name, *args, observed=None, **kwargs):
         args, kwargs, spec = cls._split(args, kwargs)
         _check_observed(name, observed)
-        if observed is not None and spec.discrete:
+        obs = None
+        if observed is not None:
             obs = constant_value(getattr(observed, "to_numpy", lambda: observed)(), "observed")
-            if obs is not None and np.any(obs != np.round(obs)):
-                raise ValueError(
-                    f"{name}: observed releases must be integers with {type(spec).__name__} "
-                    "noise (an integer count plus integer noise)"
-                )
+        if obs is not None and spec.discrete and np.any(obs != np.round(obs)):
+            raise ValueError(
+                f"{name}: observed releases must be integers with {type(spec).__name__} "
+                "noise (an integer count plus integer noise)"
+            )
+        if obs is not None:
+            _check_inside_clamp(name, obs, *args[-2:])
         target = _CLASSES[(cls._family, spec.kind)]
         return target(name, *args, observed=observed, **kwargs)
 
