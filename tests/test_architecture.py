@@ -165,6 +165,10 @@ def test_the_graph_and_the_rows_are_read():
     assert "math" not in {n for row in page_rows(dropped) for n in row}
 
 
+def test_no_import_cycle_in_the_package():
+    assert find_cycle(GRAPH) is None
+
+
 def test_every_module_is_in_one_row_of_the_page():
     names = [n for row in ROWS for n in row]
     assert len(names) == len(set(names)), "a name is in two rows"
