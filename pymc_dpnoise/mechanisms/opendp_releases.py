@@ -177,10 +177,6 @@ def _check_epsilon(epsilon) -> float:
     return float(eps)
 
 
-def _reports(rel):
-    return rel.reports
-
-
 def _guard(records, **privacy):
     """The package's release guard for a local-DP OpenDP wrapper (one budget per release)."""
     privacy = {**privacy, "epsilon": "epsilon"}
