@@ -13,6 +13,10 @@ import math
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import graph_inputs
+
+from .._validation import constant_value
 
 __all__ = [
     "log_dg_tail",
@@ -113,9 +117,17 @@ _EM_A = [
 _EM_MIN_SIGMA = 8.0
 
 
-def _static_sigma_max(param, what):
-    from .noisy_counts import known_value
+def known_value(x):
+    """The value of ``x`` if its graph has no free inputs (constants only), else None."""
+    v = constant_value(x)
+    if v is not None or not isinstance(x, Variable):
+        return v
+    if all(isinstance(i, Constant) for i in graph_inputs([x])):
+        return np.asarray(x.eval(mode="FAST_COMPILE"))
+    return None
 
+
+def _static_sigma_max(param, what):
     v = known_value(param)
     if v is None:
         raise ValueError(

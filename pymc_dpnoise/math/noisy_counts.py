@@ -128,8 +128,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
-from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.basic import Variable
 
 from .._validation import constant_value
 from . import counts as cm
@@ -137,6 +136,7 @@ from ._laplace_cdf import split_log_cdfs
 from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
 from .noise import (
     TAIL_NATS,
+    known_value,
     log_dg_tail,
     log_ndtr,
     log_sinh,
@@ -179,16 +179,6 @@ def _f64(x):
     if not isinstance(x, Variable):
         return pt.as_tensor_variable(np.asarray(x, dtype="float64"))
     return x if x.dtype == "float64" else pt.cast(x, "float64")
-
-
-def known_value(x):
-    """The value of ``x`` if its graph has no free inputs (constants only), else None."""
-    v = constant_value(x)
-    if v is not None or not isinstance(x, Variable):
-        return v
-    if all(isinstance(i, Constant) for i in graph_inputs([x])):
-        return np.asarray(x.eval(mode="FAST_COMPILE"))
-    return None
 
 
 def _e(x):
