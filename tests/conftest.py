@@ -40,6 +40,25 @@ def _test_compile_mode(request):
 
 
 # --------------------------------------------------------------------------------------------
+# One xdist worker per test file (tests/README.md, "Rules" 4)
+# --------------------------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, give every test without an ``xdist_group`` the group of its
+    file, so the compiled functions a module caches (``_FNS`` dicts, ``scope="module"``
+    fixtures) are compiled in one worker only.  Without it xdist sent a file's tests to both
+    workers one by one, and each worker compiled the module's graphs again (in a cold run,
+    e.g. ``test_issue17_clipped_normal_large_epsilon_limit`` paid its ~6 CPU-s compile twice).
+    Tests that already carry a group (a registry case across files) keep it.  Runs before
+    xdist's own hook, which appends the group to the node id."""
+    if not getattr(config.option, "loadgroup", False):  # set in xdist workers under loadgroup
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+# --------------------------------------------------------------------------------------------
 # A quiet end of an xdist worker
 # --------------------------------------------------------------------------------------------
 @pytest.hookimpl(trylast=True)
