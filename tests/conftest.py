@@ -40,6 +40,12 @@ def _test_compile_mode(request):
 
 
 # --------------------------------------------------------------------------------------------
+# xdist groups: one worker per group, and per test file (tests/README.md, "Rules" 4)
+# --------------------------------------------------------------------------------------------
+from xdist_groups import pytest_collection_modifyitems  # noqa: E402, F401
+
+
+# --------------------------------------------------------------------------------------------
 # A quiet end of an xdist worker
 # --------------------------------------------------------------------------------------------
 @pytest.hookimpl(trylast=True)
