@@ -617,13 +617,34 @@ def main():
     ap.add_argument("--quick", action="store_true", help="N up to 1e4, 3 rounds (debug only)")
     ap.add_argument("--only", default=None, help="run models whose label contains this")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--kinds",
+        default=None,
+        help="comma-separated kinds to run (e.g. 'count,sufficient statistic'); the results "
+        "go to grad_cost_vs_n.<kinds>.json, to be joined with --merge",
+    )
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        default=None,
+        help="result files (json) of earlier runs to join into grad_cost_vs_n.{md,json}",
+    )
     args = ap.parse_args()
+    global NAME
+    if args.merge:
+        return merge(args.merge)
+    kinds = None
+    if args.kinds:
+        kinds = {k.strip() for k in args.kinds.split(",")}
+        NAME = f"{NAME}.{'+'.join(sorted(k.replace(' ', '_') for k in kinds))}"
     t_start = time.perf_counter()
     info = machine_info()
     rounds = 3 if args.quick else args.rounds
     rows, errors = [], []
     for i, (label, kind, builder, ns) in enumerate(MODELS):
         if args.only and args.only not in label:
+            continue
+        if kinds and kind not in kinds:
             continue
         if args.quick:
             ns = [n for n in ns if n <= 10**4]
@@ -646,7 +667,32 @@ def main():
     write_md(rows, errors, rounds, info, t_start)
 
 
-def write_md(rows, errors, rounds, info, t_start):
+def merge(paths):
+    """Join the rows of several runs (each model timed in one run) into one result."""
+    import json
+
+    t_start = time.perf_counter()
+    rows, errors, seen, runs = [], [], set(), []
+    for p in paths:
+        d = json.loads(Path(p).read_text())
+        runs.append({"file": str(p), "machine": d["machine"]})
+        for r in d["rows"]:
+            if r["model"] in seen:
+                continue
+            seen.add(r["model"])
+            r["ns"] = [int(n) for n in r["ns"]]
+            r["per_n"] = {int(k): v for k, v in r["per_n"].items()}
+            r["run"] = str(p)
+            rows.append(r)
+        errors += [e for e in d.get("errors", []) if e["model"] not in seen]
+    order = {m[0]: i for i, m in enumerate(MODELS)}
+    rows.sort(key=lambda r: order.get(r["model"], 999))
+    info = runs[0]["machine"]
+    info["merged_from"] = runs
+    write_md(rows, errors, d["rounds"], info, t_start, runs=runs)
+
+
+def write_md(rows, errors, rounds, info, t_start, runs=None):
     all_n = E8
     table = []
     for r in rows:
@@ -725,6 +771,20 @@ def write_md(rows, errors, rounds, info, t_start):
         *[f"- {e['model']}: failed: `{e['error']}`" for e in errors],
         "",
     ]
+    if runs:
+        md += [
+            "## Runs joined",
+            "",
+            "Each model was timed within one run (all its N interleaved); the models were "
+            "split over concurrent runs of the script (`--kinds`) and joined with `--merge`:",
+            "",
+            *[
+                f"- `{r['file']}`: `{r['machine']['command']}`, started "
+                f"{r['machine']['started']}, load {r['machine']['loadavg_at_start']}"
+                for r in runs
+            ],
+            "",
+        ]
     data = {"rows": rows, "errors": errors, "rounds": rounds}
     write_results(NAME, info, "\n".join(md), data, t_start)
 
