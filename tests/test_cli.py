@@ -1388,6 +1388,7 @@ def test_logreg_summary_path_falls_back_refuses_and_names_bad_labels(big_logreg,
             logreg_summary_data(t, _logreg_args())
 
 
+@pytest.mark.heavy  # a 1e5-report CLI fit and exact PerturbedLogReg evaluations: ~140 CPU-s
 def test_logreg_above_the_threshold_fits_the_summary_and_agrees_with_the_exact_path(
     big_logreg, tmp_path, capsys
 ):
