@@ -987,9 +987,19 @@ def test_find_map(spec):
     def run():
         model = model_of(spec.name)
         with model:
-            point = pm.find_MAP(progressbar=False, return_inferencedata=False, jitter=False)
-        # the MAP point also holds the untransformed values (sd next to sd_log__)
-        logps = model.point_logps({v.name: point[v.name] for v in model.value_vars})
+            idata = pm.find_MAP(
+                progressbar=False,
+                return_inferencedata=True,
+                jitter=False,
+                idata_kwargs={"include_transformed": True},
+            )
+        # the MAP point holds the transformed values too (sd_log__ next to sd)
+        post = idata.posterior
+        point = {
+            v.name: np.asarray(post[v.name]).reshape(post[v.name].shape[2:])
+            for v in model.value_vars
+        }
+        logps = model.point_logps(point)
         assert all(np.isfinite(v) for v in logps.values())
 
     _run(spec, "find_map", run)
