@@ -76,22 +76,33 @@ def _exp_sq(x):
 
 
 @_njit
-def _erfcx(x):
-    """Scaled complementary error function exp(x^2) erfc(x) (scipy.special.erfcx to ~2 ulp)."""
-    if x < 0.0:
-        if x < -26.7:
-            return np.inf
-        return 2.0 * _exp_sq(x) - _erfcx(-x)
+def _erfcx_parts(x):
+    """(erfcx(x), erfc(x), exp(x^2)) for x >= 0 (erfcx to ~2 ulp of scipy.special.erfcx).
+
+    Above x = 26 erfc underflows: erfcx from its asymptotic series (the 9th term is below
+    1e-19 of the first there), and erfc, exp(x^2) returned as 0, inf.
+    """
     if x < 26.0:
-        return math.erfc(x) * _exp_sq(x)
-    # asymptotic series; at x >= 26 the 9th term is below 1e-19 of the first
+        ec = math.erfc(x)
+        ex = _exp_sq(x)
+        return ec * ex, ec, ex
     t = 1.0 / (2.0 * x * x)
     term = 1.0
     total = 1.0
     for k in range(1, 10):
         term *= -(2.0 * k - 1.0) * t
         total += term
-    return _INV_SQRT_PI / x * total
+    return _INV_SQRT_PI / x * total, 0.0, np.inf
+
+
+@_njit
+def _erfcx(x):
+    """Scaled complementary error function exp(x^2) erfc(x)."""
+    if x < 0.0:
+        if x < -26.7:
+            return np.inf
+        return 2.0 * _exp_sq(x) - _erfcx_parts(-x)[0]
+    return _erfcx_parts(x)[0]
 
 
 @_njit
@@ -113,42 +124,56 @@ def _log_ndtr(x):
 
 
 @_njit
-def _tails(x, k):
-    """(E, F, dE/dx, dE/dk, dF/dx, dF/dk): ``clipped._tilted_tails`` and its derivatives."""
+def _tail(x, k, want_e):
+    """One of ``clipped._tilted_tails`` (E if ``want_e`` else F) and its (d/dx, d/dk).
+
+    With u = |x - k|/sqrt2 and w = log(erfcx(u)/2): the tail on the side of x away from k
+    ("near") is w - x^2/2 with R = sqrt(2/pi)/erfcx(u); the other ("far") is
+    k(k/2 - x) + log Phi(sqrt2 u), log Phi(sqrt2 u) = log1p(-erfc(u)/2), with
+    R = e^{-u^2}/(sqrt(2 pi) Phi(sqrt2 u)).
+    """
     up = x >= k
     u = (x - k) / _SQRT2
     au = u if up else -u
-    w = math.log(_erfcx(au)) - _LOG2
-    near = w - 0.5 * (x * x)
-    lphi_far = _log1mexp(w - au * au)
-    far = k * (0.5 * k - x) + lphi_far
-    r_near = _INV_SQRT_2PI * math.exp(-w)
-    r_far = _INV_SQRT_2PI * math.exp(-(au * au) - lphi_far)
-    if up:
-        e, f, re, rf = far, near, r_far, r_near
+    ecx, ec, ex = _erfcx_parts(au)
+    if want_e != up:  # E below k, F above: the near tail
+        val = (math.log(ecx) - _LOG2) - 0.5 * (x * x)
+        r = _SQRT_2_OVER_PI / ecx
     else:
-        e, f, re, rf = near, far, r_near, r_far
-    return e, f, -k + re, k - x - re, -k - rf, k - x + rf
+        phi_far = 1.0 - 0.5 * ec
+        val = k * (0.5 * k - x) + math.log1p(-0.5 * ec)
+        r = _INV_SQRT_2PI / (ex * phi_far)
+    if want_e:
+        return val, -k + r, k - x - r
+    return val, -k - r, k - x + r
 
 
 @_njit
-def _interval(lo, hi, k, t_lo, t_hi):
-    """``clipped.log_tilted_interval`` J_k(lo, hi) and (dJ/dlo, dJ/dhi, dJ/dk), from the
-    tails at both ends (tuples of ``_tails``)."""
-    e_lo, f_lo, e_lo_x, e_lo_k, f_lo_x, f_lo_k = t_lo
-    e_hi, f_hi, e_hi_x, e_hi_k, f_hi_x, f_hi_k = t_hi
+def _interval(lo, hi, k, lower_form, t_lo, t_hi):
+    """``clipped.log_tilted_interval`` J_k(lo, hi) and (dJ/dlo, dJ/dhi, dJ/dk).
+
+    ``lower_form`` is ``lo <= k``; ``t_lo``, ``t_hi`` are ``_tail(., k, lower_form)`` at
+    both ends (E at both if ``lower_form``, else F).
+    """
     width = hi - lo
     shift = k * width
-    if lo <= k:
-        big, b_lo, b_hi, b_k = e_hi, 0.0, e_hi_x, e_hi_k
-        small, s_lo, s_hi, s_k = e_lo - shift, e_lo_x + k, -k, e_lo_k - width
+    if lower_form:
+        big, b_lo, b_hi, b_k = t_hi[0], 0.0, t_hi[1], t_hi[2]
+        small, s_lo, s_hi, s_k = t_lo[0] - shift, t_lo[1] + k, -k, t_lo[2] - width
     else:
-        big, b_lo, b_hi, b_k = f_lo - shift, f_lo_x + k, -k, f_lo_k - width
-        small, s_lo, s_hi, s_k = f_hi, 0.0, f_hi_x, f_hi_k
+        big, b_lo, b_hi, b_k = t_lo[0] - shift, t_lo[1] + k, -k, t_lo[2] - width
+        small, s_lo, s_hi, s_k = t_hi[0], 0.0, t_hi[1], t_hi[2]
     t = small - big
     if t < _MINUS_TINY:
-        c = -1.0 / math.expm1(-t)  # d log1mexp(t) / dt
-        v = big + _log1mexp(t)
+        # log1mexp(t) as pytensor computes it, and its derivative c = -e^t / (1 - e^t)
+        if t < _LOG_HALF:
+            et = math.exp(t)
+            v = big + math.log1p(-et)
+            c = -et / (1.0 - et)
+        else:
+            em = math.expm1(t)
+            v = big + math.log(-em)
+            c = (1.0 + em) / em
         return (
             v,
             b_lo + c * (s_lo - b_lo),
@@ -175,8 +200,8 @@ def _lse4(t0, t1, t2, t3):
     e1 = math.exp(t1 - m)
     e2 = math.exp(t2 - m)
     e3 = math.exp(t3 - m)
-    total = e0 + e1 + e2 + e3
-    return m + math.log(total), e0 / total, e1 / total, e2 / total, e3 / total
+    inv = 1.0 / (e0 + e1 + e2 + e3)
+    return m - math.log(inv), e0 * inv, e1 * inv, e2 * inv, e3 * inv
 
 
 @_njit
@@ -194,9 +219,9 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
     # parameter-only quantities, recomputed when the parameters change
     m_ = s_ = a_ = b_ = e_ = np.nan
     s = kap = al = be = lphi_a = r_a = lphi_b = r_b = log_2s = 0.0
-    have_out = have_in = False
+    have_out = have_in = lf3 = lf4 = False
     gl = gl_a = gl_b = gl_k = gr = gr_a = gr_b = gr_k = 0.0
-    t_al = t_mbe = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    t3 = t4 = (0.0, 0.0, 0.0)
     for i in range(n):
         m = mu[i * i_m]
         sg = sigma[i * i_s]
@@ -216,14 +241,14 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
         zi = z[i]
         if zi > a and zi < b:
             if not have_in:
-                t_al = _tails(al, kap)
-                t_mbe = _tails(-be, kap)
+                lf3 = al <= kap
+                lf4 = -be <= kap
+                t3 = _tail(al, kap, lf3)
+                t4 = _tail(-be, kap, lf4)
                 have_in = True
             ze = (zi - m) / sg
-            t_ze = _tails(ze, kap)
-            t_mze = _tails(-ze, kap)
-            j3, j3_lo, j3_hi, j3_k = _interval(al, ze, kap, t_al, t_ze)
-            j4, j4_lo, j4_hi, j4_k = _interval(-be, -ze, kap, t_mbe, t_mze)
+            j3, j3_lo, j3_hi, j3_k = _interval(al, ze, kap, lf3, t3, _tail(ze, kap, lf3))
+            j4, j4_lo, j4_hi, j4_k = _interval(-be, -ze, kap, lf4, t4, _tail(-ze, kap, lf4))
             v, p1, p2, p3, p4 = _lse4(lphi_a - (zi - a) / s, lphi_b - (b - zi) / s, j3, j4)
             lp[i] = v - log_2s
             d_al = p1 * r_a + p3 * j3_lo
@@ -234,18 +259,20 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
             dsig[i] = (kap * d_k - (al * d_al + be * d_be + ze * d_ze)) / sg
             continue
         if not have_out:
-            t_al_ = _tails(al, kap)
-            t_be_ = _tails(be, kap)
-            t_mal = _tails(-al, kap)
-            t_mbe_ = _tails(-be, kap)
             # left: LSE(log Phi(alpha), log Phi(-beta) - eps, J(-beta, -alpha))
-            jl, jl_lo, jl_hi, jl_k = _interval(-be, -al, kap, t_mbe_, t_mal)
+            lf = -be <= kap
+            jl, jl_lo, jl_hi, jl_k = _interval(
+                -be, -al, kap, lf, _tail(-be, kap, lf), _tail(-al, kap, lf)
+            )
             gl, q1, q2, q3 = _lse3(lphi_a, lphi_b - eps, jl)
             gl_a = q1 * r_a - q3 * jl_hi
             gl_b = -q2 * r_b - q3 * jl_lo
             gl_k = q3 * jl_k
             # right: LSE(log Phi(-beta), log Phi(alpha) - eps, J(alpha, beta))
-            jr, jr_lo, jr_hi, jr_k = _interval(al, be, kap, t_al_, t_be_)
+            lf = al <= kap
+            jr, jr_lo, jr_hi, jr_k = _interval(
+                al, be, kap, lf, _tail(al, kap, lf), _tail(be, kap, lf)
+            )
             gr, q1, q2, q3 = _lse3(lphi_b, lphi_a - eps, jr)
             gr_a = q2 * r_a + q3 * jr_lo
             gr_b = -q1 * r_b + q3 * jr_hi
@@ -382,28 +409,58 @@ def _register_jax():
         return False
 
     @jax_funcify.register(ClippedNormalLaplaceOp)
-    def _jax_clipped_normal(op, node=None, **kwargs):
+    def _jax_clipped_normal(op, node, **kwargs):
         import jax
         import jax.numpy as jnp
         from pytensor.graph.fg import FunctionGraph
 
-        from .clipped import _clipped_normal_dense
+        from .clipped import _clipped_normal_dense, _clipped_normal_inside, _clipped_normal_outside
 
-        ins = [pt.vector(dtype="float64") for _ in range(6)]
-        fg = FunctionGraph(ins, [_clipped_normal_dense(*ins)], clone=True)
-        inner = jax_funcify(fg)
+        def jaxify(fn):
+            # length-1 parameters stay broadcastable (PyTensor's JAX elemwise refuses
+            # runtime broadcasting)
+            ins = [
+                pt.TensorType("float64", shape=(1 if v.type.shape[0] == 1 else None,))()
+                for v in node.inputs
+            ]
+            inner = jax_funcify(FunctionGraph(ins, [fn(*ins)], clone=True))
+            return lambda *args: inner(*args)[0]
 
-        def logp(*args):
-            (out,) = inner(*args)
-            return out
+        fixed = [node.inputs[i] for i in (0, 3, 4)]
+        if all(isinstance(v, Constant) for v in fixed):
+            # reports and bounds known (observed data): each region's formula on its own
+            # reports only, as the gathered graph does
+            z0, a0, b0 = (np.asarray(v.data) for v in fixed)
+            mask = (z0 > a0) & (z0 < b0)
+            idx_in, idx_out = np.flatnonzero(mask), np.flatnonzero(~mask)
+            f_in = jaxify(lambda z, m, s, a, b, e: _clipped_normal_inside(z, a, b, m, s, e))
+            f_out = jaxify(lambda z, m, s, a, b, e: _clipped_normal_outside(z, a, b, m, s, e))
+
+            def logp(*args):
+                def take(idx):
+                    return [x if x.shape[0] == 1 else x[idx] for x in args]
+
+                out = jnp.zeros(args[0].shape, dtype=jnp.float64)
+                if idx_in.size:
+                    out = out.at[idx_in].set(f_in(*take(idx_in)))
+                if idx_out.size:
+                    out = out.at[idx_out].set(f_out(*take(idx_out)))
+                return out
+        else:
+            logp = jaxify(_clipped_normal_dense)
 
         def f(z, mu, sigma, lower, upper, epsilon):
             args = (z, mu, sigma, lower, upper, epsilon)
             lp = logp(*args)
-            zero = [jnp.zeros_like(a) for a in args]
-            # per-report derivatives by forward mode: the parameter-only work stays scalar
-            _, dmu = jax.jvp(logp, args, (*zero[:1], jnp.ones_like(mu), *zero[2:]))
-            _, dsig = jax.jvp(logp, args, (*zero[:2], jnp.ones_like(sigma), *zero[3:]))
+            # per-report d/d mu and d/d sigma by forward mode (the parameter-only work stays
+            # scalar).  A JAX sampler differentiates the log density (output 0) with JAX's
+            # own autodiff and never uses these outputs (XLA drops them); they are
+            # stop_gradient'ed so that tracing that autodiff does not differentiate them
+            # again (second derivatives of jax's erfcx fail on non-scalar arguments).
+            c = tuple(jax.lax.stop_gradient(a) for a in args)
+            zero = [jnp.zeros_like(a) for a in c]
+            _, dmu = jax.jvp(logp, c, (*zero[:1], jnp.ones_like(c[1]), *zero[2:]))
+            _, dsig = jax.jvp(logp, c, (*zero[:2], jnp.ones_like(c[2]), *zero[3:]))
             return lp, dmu, dsig
 
         return f
