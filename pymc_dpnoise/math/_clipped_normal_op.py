@@ -43,10 +43,12 @@ import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.gradient import DisconnectedType, grad_not_implemented
+from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import ancestors
+from pytensor.tensor.rewriting.basic import register_canonicalize
 
 _njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
 
@@ -309,31 +311,46 @@ def _sum_to(x, param):
 
 
 class ClippedNormalLaplaceOp(Op):
-    """Elementwise over reports: ``(log p, d log p / d mu, d log p / d sigma)``.
+    """Elementwise over reports: ``log p`` (``grad=False``) or
+    ``(log p, d log p / d mu, d log p / d sigma)`` (``grad=True``).
 
     Inputs ``(z, mu, sigma, lower, upper, epsilon)``: float64 vectors, z of length n, each
-    parameter of length n or of static length 1 (one value for every report).
+    parameter of length n or of static length 1 (one value for every report).  The value op's
+    gradient applies the ``grad=True`` op to the same inputs; a rewrite
+    (:func:`_share_kernel`) then takes the value from that op, so that a logp + gradient
+    function runs the kernel once, while a logp-only graph (e.g. the one a JAX sampler
+    differentiates itself) carries no derivative work.
     """
 
-    __props__ = ()
+    __props__ = ("grad",)
+
+    def __init__(self, grad=False):
+        self.grad = bool(grad)
+        super().__init__()
 
     def make_node(self, z, mu, sigma, lower, upper, epsilon):
         inputs = [pt.as_tensor_variable(x) for x in (z, mu, sigma, lower, upper, epsilon)]
         if any(x.type.ndim != 1 or x.type.dtype != "float64" for x in inputs):
             raise TypeError("ClippedNormalLaplaceOp takes float64 vectors")
         out = pt.TensorType("float64", shape=(inputs[0].type.shape[0],))
-        return Apply(self, inputs, [out(), out(), out()])
+        return Apply(self, inputs, [out() for _ in range(3 if self.grad else 1)])
 
     def perform(self, node, inputs, outputs):
         args = [np.ascontiguousarray(x, dtype=np.float64) for x in inputs]
-        for o, r in zip(outputs, _clipped_normal_kernel(*args), strict=True):
+        res = _clipped_normal_kernel(*args)
+        for o, r in zip(outputs, res[: len(outputs)], strict=True):
             o[0] = r
 
     def infer_shape(self, node, shapes):
-        return [shapes[0]] * 3
+        return [shapes[0]] * len(node.outputs)
 
     def pullback(self, inputs, outputs, output_grads):
         from .clipped import _clipped_normal_dense
+
+        if not self.grad:
+            full = clipped_normal_laplace_grad_op(*inputs)
+            none = [disconnected_type(), disconnected_type()]
+            return clipped_normal_laplace_grad_op.pullback(inputs, full, [output_grads[0], *none])
 
         z, mu, sigma, lower, upper, epsilon = inputs
         g_lp, g_dmu, g_dsig = (
@@ -381,7 +398,30 @@ class ClippedNormalLaplaceOp(Op):
         return res
 
 
-clipped_normal_laplace_op = ClippedNormalLaplaceOp()
+clipped_normal_laplace_op = ClippedNormalLaplaceOp(grad=False)
+clipped_normal_laplace_grad_op = ClippedNormalLaplaceOp(grad=True)
+
+
+@_njit
+def _clipped_normal_value(z, mu, sigma, lower, upper, epsilon):
+    return _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon)[0]
+
+
+@register_canonicalize
+@node_rewriter([ClippedNormalLaplaceOp])
+def _share_kernel(fgraph, node):
+    """The value op's output from a derivative op on the same inputs, when there is one."""
+    if node.op.grad:
+        return None
+    for client, _ in fgraph.clients[node.inputs[0]]:
+        if (
+            client is not node
+            and isinstance(client.op, ClippedNormalLaplaceOp)
+            and client.op.grad
+            and list(client.inputs) == list(node.inputs)
+        ):
+            return [client.outputs[0]]
+    return None
 
 
 def _register_numba():
@@ -397,7 +437,7 @@ def _register_numba():
 
     @register_funcify_default_op_cache_key(ClippedNormalLaplaceOp)
     def _numba_clipped_normal(op, node, **kwargs):
-        return _clipped_normal_kernel, version
+        return (_clipped_normal_kernel if op.grad else _clipped_normal_value), version
 
     return True
 
@@ -448,6 +488,9 @@ def _register_jax():
                 return out
         else:
             logp = jaxify(_clipped_normal_dense)
+
+        if not op.grad:
+            return logp
 
         def f(z, mu, sigma, lower, upper, epsilon):
             args = (z, mu, sigma, lower, upper, epsilon)

@@ -196,6 +196,14 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
     finite input, for :math:`\epsilon` from :math:`10^{-2}` to :math:`10^{2}` and
     :math:`\sigma/(b-a)` from :math:`10^{-3}` to :math:`10^{2}` (tested).
 
+    These formulas are evaluated by one elementwise op
+    (``pymc_dpnoise.math._clipped_normal_op``: a Numba kernel per report with
+    :math:`\partial/\partial\mu` and :math:`\partial/\partial\sigma` in closed form, the
+    parameter-only terms computed once per distinct parameter value), not as a PyTensor graph:
+    for the README example that cut the logp + gradient graph from 1,499 nodes to 209 and the
+    graph rewrites from 9 CPU-s to 0.6 (issue 24).  Other gradients, second derivatives and the
+    JAX backend use the graph of the same formulas.
+
     Parameters
     ----------
     value, mu, sigma, lower, upper, epsilon : tensor_like
@@ -214,7 +222,7 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
     flat = [pt.broadcast_to(z, shape).ravel()]
     # a scalar parameter stays one value (computed with once), a vector is spread per report
     flat += [p[None] if p.type.ndim == 0 else pt.broadcast_to(p, shape).ravel() for p in params]
-    return clipped_normal_laplace_op(*flat)[0].reshape(shape)
+    return clipped_normal_laplace_op(*flat).reshape(shape)
 
 
 def _clipped_normal_laplace_logp_graph(value, mu, sigma, lower, upper, epsilon):
