@@ -40,6 +40,7 @@ set +e
   "$PY" -m pytest -m "$MARK" -n 2 --dist loadgroup -q -p no:cacheprovider -p cpu_per_test \
   --durations=20 >"$log" 2>&1
 rc=$?
+[ -n "${KEEP_CPU_LOG:-}" ] && cp "$CPU_LOG" "$KEEP_CPU_LOG"  # for benchmarks/select_heavy.py
 set -e
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 read -r wall user sys maxrss <"$CACHE/time"

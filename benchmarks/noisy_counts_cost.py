@@ -4,7 +4,9 @@ For each noise kind, noise parameter (scale or sigma) and number of records n, t
 ``p -> (sum logp, d/dp)`` of ``NoisyBinomial(n, p, noise)`` over R = 64 releases (observed
 constants drawn from the mechanism at p = 0.3) is compiled with PyTensor's default mode
 (Numba, as PyMC and nutpie run it) and timed: the median of 7 rounds of batches lasting about
-30 ms, divided by R, is the cost per release.  The table reports it and, per kind and noise
+30 ms, divided by R, is the cost per release.  The functions of one (kind, noise) cell, every
+n and with and without the clamp, are timed in interleaved rounds, so the ratios between them
+are taken at the same moments of the machine's load.  The table reports it and, per kind and noise
 parameter, the ratio of the cost at n = 1e7 to the cost at n = 1e3 (the issue's "within 5x").
 
 The same again with the release clamped at 0 (``lower=0``, OpenDP's saturating cast; the
@@ -15,7 +17,11 @@ Laplace kinds are closed forms (O(1) in n and in the scale); the Gaussian kinds'
 a window of 2W + 1 counts, W ~ 9.6 / sqrt(1/sigma^2 + 4/(n+2)), capped at the support 0..n,
 and where that window would exceed 2,501 terms the hybrid sum (1,001 exact terms near the ends
 of the support, else 81 trapezoidal nodes): "terms" counts the larger branch, both are
-evaluated.  The clamp atoms keep windows of up to ~24 sigma terms (bounded in n, not flat).
+evaluated.  The clamp atoms ("clamp atom" column): below noise 50 (and wherever the count
+may be wider than twice the noise) windows of O(sigma) terms; from noise 50 on, where those
+windows would exceed 2,501 terms and the binomial's variance is at most 4 noise variances, a
+hybrid of the same kind (1,001 exact terms near the ends of the support, else 201 trapezoidal
+nodes): flat in n.
 
 Run: ``.venv/bin/python benchmarks/noisy_counts_cost.py`` (``--quick``: two cells per kind).
 """
@@ -30,9 +36,10 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-from _common import Timer, machine_info, md_table, write_results
+from _common import Timer, machine_info, md_table, time_variants, write_results
 
 from pymc_dpnoise import noise
+from pymc_dpnoise.math import noisy_counts as ncm
 from pymc_dpnoise.math.noisy_counts import HYBRID_MIN_HALF, HYBRID_UNIT_HALF, window_half_width
 
 R = 64
@@ -51,8 +58,7 @@ def cells(quick):
     for kind in KINDS:
         params = (3.0,) if "laplace" in kind else ((1.0, 100.0) if quick else (0.05, 10.0, 1e4))
         for prm in params:
-            for n in ns:
-                out.append((kind, prm, n))
+            out.append((kind, prm, ns))
     return out
 
 
@@ -73,36 +79,19 @@ def build(kind, prm, n, lower=None):
     return f, t.cpu
 
 
-def time_call(f, rounds=7, batch_seconds=0.03):
-    reps = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            f(0.3)
-        if time.perf_counter() - t0 > batch_seconds or reps > 1e5:
-            break
-        reps *= 2
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            f(0.3)
-        out.append((time.perf_counter() - t0) / reps)
-    return statistics.median(out)
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    t_start = time.perf_counter()
-    info = machine_info()
+def group_rows(kind, prm, ns, rounds=7):
+    """Every n of one (kind, noise) cell, unclamped and clamped at 0, compiled first and then
+    timed in interleaved rounds (``_common.time_variants``), so that the ratios between them
+    come from the same moments of a shared machine's load."""
+    fns, compile_cpu = {}, {}
+    for n in ns:
+        for lower in (None, 0):
+            f, cpu = build(kind, prm, n, lower)
+            fns[(n, lower)] = lambda f=f: f(0.3)
+            compile_cpu[(n, lower)] = cpu
+    wall, _, _ = time_variants(fns, rounds)
     rows = []
-    for kind, prm, n in cells(args.quick):
-        f, compile_cpu = build(kind, prm, n)
-        per = time_call(f) / R
-        f0, _ = build(kind, prm, n, lower=0)
-        per0 = time_call(f0) / R
+    for n in ns:
         w = window_half_width(prm, 4.0 / (n + 2.0)) if "gaussian" in kind else None
         terms = None if w is None else int(min(n + 1, 2 * w + 1))
         if terms is not None and n + 1 > 2 * w + 1 and w > HYBRID_MIN_HALF:
@@ -112,13 +101,41 @@ def main():
                 kind=kind,
                 param=prm,
                 n=n,
-                us_per_release=per * 1e6,
-                us_clamped=per0 * 1e6,
+                us_per_release=statistics.median(wall[(n, None)]) / R * 1e6,
+                us_clamped=statistics.median(wall[(n, 0)]) / R * 1e6,
                 terms=terms,
-                compile_cpu_s=compile_cpu,
+                atoms=atom_method(kind, prm, n),
+                compile_cpu_s=compile_cpu[(n, None)],
             )
         )
-        print(rows[-1], flush=True)
+    return rows
+
+
+def atom_method(kind, prm, n):
+    """How the clamp atom P(S + N <= 0) is computed for this cell."""
+    if "gaussian" not in kind:
+        return "closed form"
+    fam = ncm._Binomial(pt.as_tensor(n), pt.as_tensor(0.0), n)
+    if ncm._use_hybrid_cdfs(fam, pt.as_tensor(prm)):
+        return f"hybrid ({2 * HYBRID_UNIT_HALF + 1} exact / {2 * ncm.HYBRID_CDF_HALF + 1} nodes)"
+    if kind == "discrete_gaussian" and prm < ncm.DG_SPLIT_MIN_SIGMA:
+        w = window_half_width(prm)
+        return f"noise-value window ({2 * w + 1})"
+    w = window_half_width(prm, 4.0 / (n + 2.0), 0.63)
+    return f"split windows (2 x {int(min(n + 1, 2 * w + 1))})"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    info = machine_info()
+    rows = []
+    for kind, prm, ns in cells(args.quick):
+        rows += group_rows(kind, prm, ns, rounds=3 if args.quick else 7)
+        for r in rows[-len(ns) :]:
+            print(r, flush=True)
     ratios = []
     for kind, prm in sorted({(r["kind"], r["param"]) for r in rows}):
         sel = [r for r in rows if (r["kind"], r["param"]) == (kind, prm)]
@@ -144,6 +161,7 @@ def main():
             ("terms", "window terms"),
             ("us_per_release", "µs per release"),
             ("us_clamped", "µs, clamped at 0"),
+            ("atoms", "clamp atom"),
             ("compile_cpu_s", "compile CPU s"),
         ],
     )

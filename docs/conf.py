@@ -5,8 +5,9 @@ Build (from the repository root; warnings are errors, no network access needed):
     .venv/bin/sphinx-build -W --keep-going -b html docs docs/_build/html   # == make docs
 
 Notebooks: every ``*.ipynb`` in ``../notebooks`` is rendered with the outputs committed in it
-(the papers' full settings; ``make notebooks`` separately executes every notebook end to end in
-fast mode, which is how CI checks that they run).  ``PMD_DOCS_EXECUTE=force`` executes them
+(the papers' full settings, except ``posterior_release``: a fast run that shows the committed
+full-mode results; ``make notebooks`` separately executes every notebook end to end in fast
+mode, which is how CI checks that they run).  ``PMD_DOCS_EXECUTE=force`` executes them
 during the build instead, in fast mode (``PMD_MODE=fast`` unless the environment sets it).  They are
 reached through the symlink ``docs/notebooks -> ../notebooks`` that this file creates when it
 is missing, so each notebook runs with ``notebooks/`` as its working directory, exactly as when

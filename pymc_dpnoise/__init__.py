@@ -76,6 +76,11 @@ _OTHER = {
     "LaplaceNoisyMultinomialGivenNoiseVar": ".distributions.expfam",
     "LaplaceNoisyTruncatedNormalGivenSum": ".distributions.expfam_normal",
     "truncated_sum_sensitivity": ".distributions.expfam",
+    # what the Laplace-named distributions build for noise=noise.Gaussian(sigma)
+    "GaussianNoisyMultinomial": ".distributions.expfam",
+    "GaussianNoisyTruncatedExponential": ".distributions.expfam",
+    "GaussianNoisyTruncatedNormal": ".distributions.expfam_normal",
+    "GaussianNoisyTruncatedPoisson": ".distributions.expfam",
     "BayesNet": ".posterior_release",
     "summarize": ".summaries",
     # perturbed-input logistic regression at any N (issue 24; no workflow-table row yet)

@@ -90,6 +90,7 @@ dtype('int64')
 from __future__ import annotations
 
 import math
+import re
 from typing import ClassVar
 
 import numpy as np
@@ -529,8 +530,144 @@ def from_census(variance) -> DiscreteGaussian:
     return DiscreteGaussian(_scalar_or_array(np.sqrt(var)))
 
 
+# ------------------------------------------------------------------------------------------------
+# Reading an OpenDP measurement (from_opendp; pymc_dpnoise.mechanisms.opendp_releases uses these)
+# ------------------------------------------------------------------------------------------------
+
+#: :data:`pymc_dpnoise.mechanisms.opendp_releases.MAP_RTOL` (documented there)
+_MAP_RTOL = 1e-6
+
+_INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
+_FLOAT_TYPES = ("f32", "f64")
+_MEASURES = {"MaxDivergence": "make_laplace", "ZeroConcentratedDivergence": "make_gaussian"}
+_NOISE_MAKERS = {"make_laplace", "make_gaussian"}
+
+
+def _constructor(obj):
+    """OpenDP's record of how ``obj`` was built: ``(function name, kwargs)`` or ``(None, {})``."""
+    info = getattr(obj, "__opendp_dict__", None)
+    if not isinstance(info, dict):
+        return None, {}
+    return info.get("__function__"), info.get("__kwargs__", {}) or {}
+
+
+def _noise_step(measurement):
+    """The make_laplace / make_gaussian measurement at the end of ``measurement``, and the
+    transformations before it (in order of application)."""
+    before = []
+    meas = measurement
+    while True:
+        fn, kw = _constructor(meas)
+        if fn == "make_chain_mt":
+            before.append(kw["transformation0"])
+            meas = kw["measurement1"]
+            continue
+        if fn is None or fn in _NOISE_MAKERS:
+            return meas, fn, kw, before
+        raise ValueError(
+            f"the measurement was built by OpenDP's `{fn}`, not by make_laplace / make_gaussian "
+            "(alone, with then_laplace / then_gaussian, or at the end of a chain of "
+            "transformations): its noise is not one of the noise specs (post-processing, "
+            "composition, measure conversions and other mechanisms are not read)"
+        )
+
+
+def _map(obj, d, what):
+    try:
+        return obj.map(d)
+    except TypeError as err:
+        raise ValueError(
+            f"`d_in`={d!r} is not a distance of {what}'s input metric ({obj.input_metric}): {err}"
+        ) from None
+    except Exception as err:  # OpenDPException: e.g. a negative distance
+        raise ValueError(f"OpenDP's privacy map of {what} refuses `d_in`={d!r}: {err}") from None
+
+
+def _element_type(domain) -> str:
+    carrier = str(domain.carrier_type)
+    inner = re.fullmatch(r"Vec<(.+)>", carrier)
+    return inner.group(1) if inner else carrier
+
+
+def _read_opendp(measurement, d_in):
+    """``(spec, element type, stated privacy, d at the noise)`` of a checked measurement."""
+    if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
+        raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
+    if isinstance(d_in, bool) or not isinstance(d_in, int | float | np.integer | np.floating):
+        raise TypeError(f"`d_in` must be a positive number (a distance); got {d_in!r}")
+    if not (np.isfinite(d_in) and d_in > 0):
+        raise ValueError(f"`d_in` must be finite and > 0; got {d_in!r}")
+    measure = str(measurement.output_measure)
+    if measure not in _MEASURES:
+        raise ValueError(
+            f"the measurement's output measure is {measure}: only pure DP (MaxDivergence, "
+            "make_laplace) and zero-concentrated DP (ZeroConcentratedDivergence, make_gaussian) "
+            "describe the noise exactly; approximate-DP and Renyi measures (e.g. after "
+            "make_zCDP_to_approxDP / make_fix_delta) are not read: pass the zCDP measurement "
+            "they were built from"
+        )
+    noise_meas, fn, kw, before = _noise_step(measurement)
+    if fn is not None and _MEASURES[measure] != fn:  # pragma: no cover - OpenDP forbids it
+        raise ValueError(f"`{fn}` with output measure {measure} is not a noise spec")
+    gaussian = measure == "ZeroConcentratedDivergence"
+
+    d = d_in
+    for t in before:
+        d = _map(t, d, "a transformation of the chain")
+    d_noise = float(d)
+    if not d_noise > 0:
+        raise ValueError(
+            f"the transformations before the noise map `d_in`={d_in!r} to {d!r}: no privacy "
+            "loss to check the noise against; give the distance of one person's change"
+        )
+
+    elem = _element_type(noise_meas.input_domain)
+    if _INTEGER_TYPE.fullmatch(elem):
+        cls = DiscreteGaussian if gaussian else DiscreteLaplace
+    elif elem in _FLOAT_TYPES:
+        cls = Gaussian if gaussian else Laplace
+    else:
+        raise ValueError(
+            f"the noise is added to values of type {elem} ({noise_meas.input_domain}): only "
+            "integer (i32, i64, u32, u64) and float (f32, f64) atoms or vectors are read"
+        )
+
+    stated = float(_map(measurement, d_in, "the measurement"))
+    if "scale" in kw:  # OpenDP's record of the constructor's arguments
+        param = float(kw["scale"])
+        how = f"the measurement's scale={param!r}"
+    else:  # no record: invert the map (Laplace: eps = d/b; Gaussian zCDP: rho = (d/s)^2/2)
+        if not stated > 0:
+            raise ValueError(f"OpenDP's map states {stated} at `d_in`={d_in!r}: no noise to read")
+        param = d_noise / math.sqrt(2.0 * stated) if gaussian else d_noise / stated
+        how = f"the scale {param!r} inverted from OpenDP's map at d_in={d_in!r}"
+        # ... and the map's shape checked at twice the distance (linear / quadratic)
+        twice = float(_map(noise_meas, d * 2, "the measurement"))
+        expect = stated * (4.0 if gaussian else 2.0)
+        if not abs(twice - expect) <= _MAP_RTOL * expect:
+            raise ValueError(
+                f"OpenDP's map is {stated!r} at d_in={d!r} and {twice!r} at twice that "
+                f"(expected {expect!r} for {cls.__name__} noise): not a Laplace / Gaussian "
+                "privacy curve"
+            )
+    try:
+        spec = cls(param)
+    except ValueError as err:
+        raise ValueError(f"{how} is outside the noise specs' range: {err}") from None
+
+    expected = spec.rho(d_noise) if gaussian else spec.epsilon(d_noise)
+    if not abs(stated - expected) <= _MAP_RTOL * expected:
+        kind = "rho" if gaussian else "epsilon"
+        raise ValueError(
+            f"OpenDP's privacy map states {kind}={stated!r} at d_in={d_in!r}, but {spec!r} at "
+            f"sensitivity {d_noise!r} has {kind}={expected!r} (relative difference "
+            f"{abs(stated - expected) / expected:.2e} > MAP_RTOL={_MAP_RTOL:g}): the noise is "
+            "not that spec (e.g. a float measurement with a coarse granularity `k`, whose "
+            "lattice OpenDP's map accounts for)"
+        )
+    return spec, elem, stated, d_noise
+
+
 def from_opendp(measurement, d_in=1):
     """The spec of an OpenDP measurement's noise; see :mod:`pymc_dpnoise.mechanisms.opendp_releases`."""
-    from .mechanisms.opendp_releases import noise_from_measurement
-
-    return noise_from_measurement(measurement, d_in)
+    return _read_opendp(measurement, d_in)[0]

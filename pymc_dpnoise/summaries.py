@@ -1135,6 +1135,12 @@ class LogRegSummary:
     pilot_shift : float
         Distance (in posterior standard deviations of the expansion's maximiser) between the
         last pilot and the maximiser of its expansion.
+    mode_bound : float
+        The remainder bound (nats) at that maximiser (with ``cov_pilot``): about where the
+        posterior will be, known before sampling.
+    probe_bound : float
+        The largest remainder bound (nats) at that maximiser and 4 posterior sd from it along
+        the principal axes (with ``cov_pilot``).
     """
 
     packed: np.ndarray
@@ -1144,6 +1150,8 @@ class LogRegSummary:
     sigma_x: np.ndarray
     passes: int = 1
     pilot_shift: float = float("nan")
+    mode_bound: float = float("nan")
+    probe_bound: float = float("nan")
 
     def __array__(self, dtype=None, copy=None):
         return self.packed if dtype is None else self.packed.astype(dtype)
@@ -1461,10 +1469,11 @@ def summarize_logreg(
         probes = [theta1] + [
             theta1 + sgn * 4.0 * sd_axes[:, k] for k in range(d) for sgn in (-1, 1)
         ]
-        worst = 0.0
+        at = []
         for th in probes:
             beta, v = beta_v(th, cov_p, sx)
-            worst = max(worst, label_polynomial_numpy(fields, beta, v)["bound"])
+            at.append(label_polynomial_numpy(fields, beta, v)["bound"])
+        worst = max(at)
         if (shift <= shift_tol or worst <= recentre_bound) or passes > max_passes:
             break
         theta0 = theta1
@@ -1476,4 +1485,6 @@ def summarize_logreg(
         sigma_x=sx,
         passes=passes,
         pilot_shift=shift,
+        mode_bound=at[0],
+        probe_bound=worst,
     )

@@ -40,6 +40,20 @@ def _test_compile_mode(request):
 
 
 # --------------------------------------------------------------------------------------------
+# xdist groups: one worker per group, and per test file (tests/README.md, "Rules" 4); the
+# measured-heavy tests leave the default run (tests/heavy_list.py, tests/heavy_tests.txt)
+# --------------------------------------------------------------------------------------------
+import heavy_list  # noqa: E402
+from xdist_groups import pytest_collection_modifyitems  # noqa: E402, F401
+
+
+def pytest_configure(config):
+    """Register :mod:`heavy_list` (its collection hook runs first, before ``-m`` selects)."""
+    if not config.pluginmanager.is_registered(heavy_list):
+        config.pluginmanager.register(heavy_list, "pmd_heavy_list")
+
+
+# --------------------------------------------------------------------------------------------
 # A quiet end of an xdist worker
 # --------------------------------------------------------------------------------------------
 @pytest.hookimpl(trylast=True)

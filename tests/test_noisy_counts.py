@@ -141,10 +141,45 @@ HYBRID_POISSON = [(3.0,), (2e3,), (1e5,)]
 @pytest.mark.parametrize("kind", ["gaussian", "discrete_gaussian"])
 @pytest.mark.parametrize("family", ["binomial", "poisson"])
 def test_hybrid_sum_matches_brute_force(family, kind):
-    """(The clamp atoms do not use the hybrid: unclamped rows only.)"""
+    """Clamped binomial rows too: its clamp atoms at n = 1e5 are the hybrid CDF sums
+    (ncm._hybrid_cdf_sum)."""
     assert ncm.window_half_width(500.0, 4.0 / 1e5) > ncm.HYBRID_MIN_HALF
     params = HYBRID_BINOMIAL if family == "binomial" else HYBRID_POISSON
-    _check_grid_and_gradient(family, kind, params, (500.0,), clamps=False)
+    _check_grid_and_gradient(family, kind, params, (500.0,), clamps=family == "binomial")
+
+
+@pytest.mark.heavy  # the brute-force discrete Gaussian CDFs at n = 1e5: ~2 s per row
+@pytest.mark.parametrize("kind", ["gaussian", "discrete_gaussian"])
+def test_hybrid_log_cdfs_match_brute_force(kind):
+    """Binomial, n = 1e5, noise 500: log P(Y <= m) and log P(Y > m), each a sum of positive
+    terms by ncm._hybrid_cdf_sum, against brute force from 40 sd below to 40 sd above the
+    mean and at the support's ends, for p from 1e-9 (count at the end: the exact window) to
+    1/2 (count wide: the trapezoidal nodes); both branches are taken on this grid."""
+    n, sigma = 1e5, 500.0
+    fam = ncm._Binomial(pt.as_tensor(n), pt.as_tensor(0.0), n)
+    assert ncm._use_hybrid_cdfs(fam, pt.as_tensor(sigma))
+    rows = []
+    for q in (1e-9, 1e-6, 0.01, 0.3, 0.5, 1 - 1e-9):
+        mean, sd = n * q, math.sqrt(n * q * (1 - q) + sigma**2)
+        rows += [(float(np.floor(mean + k * sd)), q) for k in (-40, -10, -3, -1, 0, 1, 3, 10, 40)]
+        rows += [(v, q) for v in (-1.0, 0.0, 0.5, 1.0, n - 1, n, n + 1)]
+    y, p = pt.dvector("y"), pt.dvector("p")
+    outs = ncm.noisy_binomial_log_cdfs(y, n, p, kind, sigma)
+    grad = pt.grad(sum(o.sum() for o in outs), p)
+    f = pytensor.function([y, p], [*outs, grad])
+    yv, pv = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    lc, lcc, g = f(yv, pv)
+    ref = np.array([count_logcdf("binomial", (n, q), kind, sigma, v) for v, q in rows])
+    np.testing.assert_allclose(lc, ref[:, 0], rtol=1e-13, atol=1e-8)
+    np.testing.assert_allclose(lcc, ref[:, 1], rtol=1e-13, atol=1e-8)
+    assert np.all(np.isfinite(g))
+    # the gradient w.r.t. p against central differences where p is inside (0, 1)
+    sel = (pv > 1e-3) & (pv < 0.999) & np.isfinite(lc) & np.isfinite(lcc)
+    hh = 1e-6 * pv
+    up, dn = f(yv, pv + hh)[:2], f(yv, pv - hh)[:2]
+    fd = ((up[0] + up[1]) - (dn[0] + dn[1])) / (2 * hh)
+    scale = 1e-4 * (1 + (np.abs(lc) + np.abs(lcc)) / pv)
+    assert np.all(np.abs(g[sel] - fd[sel]) <= 1e-5 * np.abs(fd[sel]) + scale[sel])
 
 
 @pytest.mark.backend  # compiled natively: ~2 min per family in the Python-VM test mode

@@ -161,6 +161,10 @@ def _summary_data(spec, args, t):
     """Clipped families, one budget, at least ``summaries.SUMMARY_THRESHOLD`` reports: the
     binned summary, computed by DuckDB streaming the file (nothing loaded, no ``--max-rows``
     limit).  None otherwise: the reports are read for the exact likelihood."""
+    if spec.name == "logreg":
+        from .families.regression import logreg_summary_data
+
+        return logreg_summary_data(t, args)
     model = {"clipped-normal": "normal", "clipped-exponential": "exponential"}.get(spec.name)
     if model is None or args.epsilon is None or getattr(args, "epsilon_column", None):
         return None
@@ -248,6 +252,15 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
         print(f"{PROG} fit {args.model}: error: sampling failed: {first_line}", file=err)
         return SAMPLING_FAILED
     interrupt.check()  # a sampler that swallowed Ctrl-C returned a partial trace
+    refused = False
+    for kind, text in data["check_posterior"](idata) if "check_posterior" in data else ():
+        if kind == "error":
+            print(f"{PROG} fit {args.model}: error: {text}", file=err)
+            refused = True
+        else:
+            print(f"{kind}: {text}", file=err)
+    if refused:
+        return SAMPLING_FAILED
 
     summary = summary_frame(idata, built.params, args.hdi_prob)
     print()

@@ -145,7 +145,7 @@ def _norm_scale(Z, R, norm_quantile):
 @cache
 def wine_features():
     """Wine (both colours): ``(F, quality, colour)`` — the 11 physico-chemical features."""
-    from . import load_wine
+    from .loaders import load_wine
 
     df = load_wine("both")
     F = df.drop(columns=["quality", "colour"]).to_numpy(float)
@@ -159,7 +159,7 @@ def adult_onehot_features():
     The numeric columns of :data:`ADULT_NUMERIC` (capital gain and loss as log1p) and the
     one-hot columns of :data:`ADULT_CATEGORICAL` (missing as its own level).
     """
-    from . import load_adult
+    from .loaders import load_adult
 
     df = load_adult("both")
     num = df[list(ADULT_NUMERIC)].astype(float).copy()
@@ -179,7 +179,7 @@ def adult_indicator_features():
     (workclass), married (marital-status), Exec-managerial/Prof-specialty (occupation),
     own-child (relationship) and male (gender).  Returns ``(DataFrame, labels)``.
     """
-    from . import load_adult
+    from .loaders import load_adult
 
     df = load_adult("both")
     wc = df["workclass"].fillna("")
@@ -286,7 +286,7 @@ def adult_split(rng, d=3, *, n_train=10_000, R=1.0, norm_quantile=0.95) -> Split
 
 def pima_data():
     """Pima diabetes (all 768 rows): the 4 features of GLM Fig. 3, labels ±1."""
-    from . import load_pima
+    from .loaders import load_pima
 
     df = load_pima()
     X = scale_features(df[list(PIMA_FEATURES)].to_numpy(float))
@@ -295,7 +295,7 @@ def pima_data():
 
 def pima_poisson_data(Ry=10.0):
     """Pima: number of pregnancies (clipped at ``Ry``) on :data:`POISSON_FEATURES`."""
-    from . import load_pima
+    from .loaders import load_pima
 
     df = load_pima()
     X = scale_features(df[list(POISSON_FEATURES)].to_numpy(float))

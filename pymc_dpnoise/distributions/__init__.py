@@ -32,6 +32,9 @@ from .clipped import (
 )
 from .counts import ClampedLaplaceNoisyBinomial, LaplaceNoisyBinomial, LaplaceNoisyPoisson
 from .expfam import (
+    GaussianNoisyMultinomial,
+    GaussianNoisyTruncatedExponential,
+    GaussianNoisyTruncatedPoisson,
     LaplaceNoisyMultinomial,
     LaplaceNoisyMultinomialGivenCounts,
     LaplaceNoisyMultinomialGivenNoiseVar,
@@ -39,7 +42,11 @@ from .expfam import (
     LaplaceNoisyTruncatedPoisson,
     truncated_sum_sensitivity,
 )
-from .expfam_normal import LaplaceNoisyTruncatedNormal, LaplaceNoisyTruncatedNormalGivenSum
+from .expfam_normal import (
+    GaussianNoisyTruncatedNormal,
+    LaplaceNoisyTruncatedNormal,
+    LaplaceNoisyTruncatedNormalGivenSum,
+)
 from .frequency import (
     KRRLikelihood,
     OUELikelihood,
@@ -51,6 +58,6 @@ from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
 
 # the names are listed once, in the package's lazy exports; the building blocks imported above
-# (latent-given forms that error messages point to) are importable from here and from the
+# (latent-given forms that error messages point to, the Gaussian-noise forms) are importable from here and from the
 # package, but are not rows of the workflow table
 __all__ = list(_DISTRIBUTIONS)

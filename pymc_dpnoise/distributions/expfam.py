@@ -365,13 +365,17 @@ def _truncated_logp(
 
 
 class _GaussianTruncatedSum(_NoImputeContinuous):
-    """A truncated family released with Gaussian noise (created by the public classes'
-    ``noise=noise.Gaussian(sigma)``; not public: the public class is the entry point)."""
+    """A truncated family released with Gaussian noise (what the Laplace-named classes build
+    for ``noise=noise.Gaussian(sigma)``; the subclasses are public and usable directly)."""
 
     _param = "lam"
+    _integer = False
 
     @classmethod
     def dist(cls, n, theta, lower, upper, noise_sigma, **kwargs):
+        _check_count("n", n)
+        check_positive(cls._param, theta)
+        _check_bounds(lower, upper, integer=cls._integer)
         check_positive("noise sigma", noise_sigma)
         params = {"n": n, cls._param: theta, "lower": lower, "upper": upper}
         params["noise sigma"] = noise_sigma
@@ -380,20 +384,66 @@ class _GaussianTruncatedSum(_NoImputeContinuous):
 
 
 class GaussianNoisyTruncatedExponential(_GaussianTruncatedSum):
-    """:class:`LaplaceNoisyTruncatedExponential` with ``noise=noise.Gaussian(sigma)``."""
+    r"""Noisy sum of exponential records inside declared bounds, with Gaussian noise.
+
+    :class:`LaplaceNoisyTruncatedExponential` with ``noise=noise.Gaussian(sigma)`` returns
+    this distribution: the release is :math:`y = \hat s + N(0, \sigma^2)`, and the likelihood
+    :math:`N(n q \hat\mu,\ V + \sigma^2)`, :math:`V = n q \hat\Sigma + n q (1-q) \hat\mu^2`,
+    is exact within the random-sum CLT model (the convolution of two normals; no latent
+    variable).  Draws are releases.
+
+    Parameters
+    ----------
+    n : tensor_like of int
+        Number of records before truncation (public), a non-negative integer.
+    lam : tensor_like of float
+        Rate of the exponential records, > 0.
+    lower, upper : tensor_like of float
+        Declared truncation bounds, ``0 <= lower < upper``.
+    noise_sigma : tensor_like of float
+        Standard deviation of the Gaussian noise on the sum, > 0.
+    """
 
     rv_type = TruncatedExponentialSumGaussianRV
     rv_op = TruncatedExponentialSumGaussianRV.rv_op
     _param = "lam"
+    _integer = False
+
+    @classmethod
+    def dist(cls, n, lam, lower, upper, noise_sigma, **kwargs):
+        return super().dist(n, lam, lower, upper, noise_sigma, **kwargs)
+
     support_point, logp = _truncated_gaussian_methods(emath.truncated_exponential_moments, pt.lt)
 
 
 class GaussianNoisyTruncatedPoisson(_GaussianTruncatedSum):
-    """:class:`LaplaceNoisyTruncatedPoisson` with ``noise=noise.Gaussian(sigma)``."""
+    r"""Noisy sum of Poisson counts inside declared bounds, with Gaussian noise.
+
+    :class:`LaplaceNoisyTruncatedPoisson` with ``noise=noise.Gaussian(sigma)`` returns this
+    distribution; the model is that of :class:`GaussianNoisyTruncatedExponential` for records
+    :math:`x_i \sim \mathrm{Poisson}(\mu)` and integer bounds.
+
+    Parameters
+    ----------
+    n : tensor_like of int
+        Number of records before truncation (public), a non-negative integer.
+    mu : tensor_like of float
+        Rate of the Poisson records, > 0.
+    lower, upper : tensor_like of int
+        Declared truncation bounds, ``0 <= lower < upper``.
+    noise_sigma : tensor_like of float
+        Standard deviation of the Gaussian noise on the sum, > 0.
+    """
 
     rv_type = TruncatedPoissonSumGaussianRV
     rv_op = TruncatedPoissonSumGaussianRV.rv_op
     _param = "mu"
+    _integer = True
+
+    @classmethod
+    def dist(cls, n, mu, lower, upper, noise_sigma, **kwargs):
+        return super().dist(n, mu, lower, upper, noise_sigma, **kwargs)
+
     support_point, logp = _truncated_gaussian_methods(
         emath.truncated_poisson_moments, pt.le, MAX_POISSON_RATE
     )

@@ -13,6 +13,10 @@ import math
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import graph_inputs
+
+from .._validation import constant_value
 
 __all__ = [
     "log_dg_tail",
@@ -113,9 +117,17 @@ _EM_A = [
 _EM_MIN_SIGMA = 8.0
 
 
-def _static_sigma_max(param, what):
-    from .noisy_counts import known_value
+def known_value(x):
+    """The value of ``x`` if its graph has no free inputs (constants only), else None."""
+    v = constant_value(x)
+    if v is not None or not isinstance(x, Variable):
+        return v
+    if all(isinstance(i, Constant) for i in graph_inputs([x])):
+        return np.asarray(x.eval(mode="FAST_COMPILE"))
+    return None
 
+
+def _static_sigma_max(param, what):
     v = known_value(param)
     if v is None:
         raise ValueError(
@@ -125,9 +137,13 @@ def _static_sigma_max(param, what):
     return float(np.max(v))
 
 
-def log_dg_tail(j, sigma, sigma_max):
+def log_dg_tail(j, sigma, sigma_max, min_abs=1.0):
     r"""Unnormalised lower tail of the discrete Gaussian, :math:`\log T(j) = \log\sum_{i \le j}
     e^{-i^2/2\sigma^2}`, at integers :math:`j \le -1` (full relative accuracy).
+
+    Both forms below are analytic in :math:`j`: at a real :math:`j` they give
+    :math:`\sum_{i \ge 0} e^{-(j - i)^2/2\sigma^2}`, the smooth continuation the clamp atoms'
+    quadrature integrates (``min_abs = 0.5`` then admits :math:`j \le -\tfrac12`).
 
     ``sigma_max`` is a static upper bound of ``sigma``.  Two forms, both exact to rounding
     (checked against long-double sums over every term, :math:`\sigma` from 0.05 to
@@ -158,7 +174,7 @@ def log_dg_tail(j, sigma, sigma_max):
         terms = 96
     else:
         terms = max(math.ceil(math.sqrt(2.0 * TAIL_NATS) * sigma_max) + 2, 2)
-    aj = pt.maximum(-j, 1.0)
+    aj = pt.maximum(-j, min_abs)
     inv2s2 = 1.0 / (2.0 * sigma * sigma)
     # sum_{i < terms} e^{-(2|j| i + i^2)/2 sigma^2}, the first term (1) the largest, by
     # Horner (term i over term i-1 is e^{-(2|j| + 2i - 1)/2 sigma^2}): elementwise, where a

@@ -65,8 +65,10 @@ noise and the count are wider than 26, so that the lattice sum equals the integr
 trapezoidal rule is exact to far below rounding).  The cost of one release therefore depends
 on :math:`\sigma` through the window up to that size and not at all on :math:`n` beyond it,
 and the result is exact to rounding (checked against brute force at noise 500 in the default
-tests, 1e4 and :math:`n = 10^8` in the ``slow`` ones).  The clamp atoms (the CDFs below) keep
-their windows: at most :math:`\approx 24\sigma + 5` terms, bounded in :math:`n`.
+tests, 1e4 and :math:`n = 10^8` in the ``slow`` ones).  The clamp atoms (the CDFs below) have
+the same kind of hybrid for a binomial count whose variance is at most 4 noise variances
+(:func:`_hybrid_cdf_sum`); elsewhere they keep windows of at most :math:`\approx 24\sigma + 5`
+terms, bounded in :math:`n`.
 
 CDFs (needed for the clamp atoms).  Continuous Gaussian: split at :math:`k = \lfloor m\rfloor`,
 
@@ -94,6 +96,16 @@ terms whose summands are log-concave with :math:`\kappa = 1/\sigma^2` (CDFs and 
 functions of log-concave pmfs are log-concave), with the binomial and Poisson CDFs in closed
 form (:mod:`pymc_dpnoise.math._special`): :math:`O(\sigma)` terms.
 
+Where the split's windows would exceed 2,501 terms (:math:`\sigma` and :math:`\sqrt n` both
+above ~130) and the binomial's variance bound :math:`(n + 2)/4` is at most
+:math:`4\sigma^2` (known when the graph is built), each CDF is instead one sum of positive
+terms over the count's value, :math:`P(Y \le m) = \sum_s P(s)\,P(N \le m - s)` and
+:math:`P(Y > m) = \sum_s P(s)\,P(N > m - s)` (each with full relative accuracy, no
+complement taken), by :func:`_hybrid_cdf_sum`: an exact window where the count sits near an
+end of its support, else trapezoidal nodes on the summand continued to real :math:`s`
+(the discrete Gaussian's CDF continued by :math:`\sum_{i \ge 0} e^{-(d-i)^2/2\sigma^2}`),
+at a cost independent of :math:`n`.
+
 Clamping
 --------
 :math:`P(z = L) = P(Y \le L)`, :math:`P(z = U) = P(Y \ge U)` (:math:`= P(Y > U - 1)` for the
@@ -116,8 +128,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
-from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.basic import Variable
 
 from .._validation import constant_value
 from . import counts as cm
@@ -125,6 +136,7 @@ from ._laplace_cdf import split_log_cdfs
 from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
 from .noise import (
     TAIL_NATS,
+    known_value,
     log_dg_tail,
     log_ndtr,
     log_sinh,
@@ -167,16 +179,6 @@ def _f64(x):
     if not isinstance(x, Variable):
         return pt.as_tensor_variable(np.asarray(x, dtype="float64"))
     return x if x.dtype == "float64" else pt.cast(x, "float64")
-
-
-def known_value(x):
-    """The value of ``x`` if its graph has no free inputs (constants only), else None."""
-    v = constant_value(x)
-    if v is not None or not isinstance(x, Variable):
-        return v
-    if all(isinstance(i, Constant) for i in graph_inputs([x])):
-        return np.asarray(x.eval(mode="FAST_COMPILE"))
-    return None
 
 
 def _e(x):
@@ -467,13 +469,18 @@ def _hybrid_sum(fam, term, c, sigma):
     use_unit = kappa_a * u * (u - 1.0) >= 100.0
     kappa_c = disconnected_grad(inv_s2 + fam.local_curvature(c))
     h = 1.0 / (3.0 * pt.sqrt(kappa_c))
-    off = pt.arange(-HYBRID_COARSE_HALF, HYBRID_COARSE_HALF + 1, dtype="float64")
+    coarse = _trapezoid(term, c, h, HYBRID_COARSE_HALF, lo, hi)
+    return pt.switch(use_unit, unit, coarse)
+
+
+def _trapezoid(term, c, h, half, lo, hi):
+    """``log(h sum_{|i| <= half} exp(term(c + i h)))``, nodes outside ``[lo, hi]`` left out."""
+    off = pt.arange(-half, half + 1, dtype="float64")
     x = _e(c) + _e(h) * off
     lo_e, hi_e = _e(lo), _e(hi)
     valid = (x >= lo_e) & (x <= hi_e)
     vals = pt.switch(valid, term(pt.clip(x, lo_e, hi_e)), -np.inf)
-    coarse = pt.log(h) + _lse(vals)
-    return pt.switch(use_unit, unit, coarse)
+    return pt.log(h) + _lse(vals)
 
 
 def _sigma_max(sigma):
@@ -613,6 +620,128 @@ def _gauss_split_log_cdfs(fam, m, sigma, kind):
     )
 
 
+#: the binomial's clamp atoms under Gaussian-kind noise use :func:`_hybrid_cdf_sum` (cost
+#: independent of n) where the split's static window would exceed ``2 * HYBRID_MIN_HALF + 1``
+#: terms, sigma >= ``DG_SPLIT_MIN_SIGMA`` and the count's variance is at most this many noise
+#: variances, (n_max + 2) / 4 <= HYBRID_CDF_RATIO * sigma_min^2 (else the split's windows:
+#: O(sigma) terms)
+HYBRID_CDF_RATIO = 4.0
+#: trapezoidal nodes per side of :func:`_hybrid_cdf_sum`, and the nats its span covers
+HYBRID_CDF_HALF = 100
+_HYBRID_CDF_NATS = 64.0
+
+
+def _use_hybrid_cdfs(fam, sigma):
+    if not isinstance(fam, _Binomial) or fam.n_max is None:
+        return False
+    v = np.asarray(known_value(sigma), dtype="float64")
+    s_min, s_max = float(np.min(v)), float(np.max(v))
+    if s_min < DG_SPLIT_MIN_SIGMA:
+        return False
+    width = window_half_width(s_max, fam.curvature, 0.63)
+    if width <= HYBRID_MIN_HALF or fam.n_max + 1 <= 2 * width + 1:
+        return False
+    return (fam.n_max + 2.0) / 4.0 <= HYBRID_CDF_RATIO * s_min**2
+
+
+def _noise_log_cdf_real(d, sigma, sigma_max, kind):
+    r""":math:`\log P(N \le d)` continued to real :math:`d` (Gaussian kinds, sigma >= 50):
+    :math:`\log\Phi(d/\sigma)`, or for the discrete Gaussian :math:`\log G(d) - \log Z` with
+    :math:`G(d) = \sum_{i \ge 0} e^{-(d - i)^2/2\sigma^2}` (:func:`log_dg_tail`; equal to the CDF
+    at integers, analytic in :math:`d`; above :math:`-\tfrac12` as :math:`1 - G(-d-1)/Z`, the
+    same function to within :math:`e^{-2\pi^2\sigma^2}`)."""
+    if kind == "gaussian":
+        return log_ndtr(d / sigma)
+    log_z = log_z_discrete_gaussian(sigma)
+    low = log_dg_tail(pt.minimum(d, -0.5), sigma, sigma_max, min_abs=0.5) - log_z
+    up = log_dg_tail(pt.minimum(-d - 1.0, -0.5), sigma, sigma_max, min_abs=0.5) - log_z
+    return pt.switch(d <= -0.5, low, pt.log1mexp(pt.minimum(up, _TINY)))
+
+
+def _noise_log_sf_real(d, sigma, sigma_max, kind):
+    r""":math:`\log P(N > d)` continued to real :math:`d` (for the discrete Gaussian at integers
+    :math:`P(N > d) = P(N \le -d - 1)` by symmetry)."""
+    if kind == "gaussian":
+        return log_ndtr(-d / sigma)
+    return _noise_log_cdf_real(-d - 1.0, sigma, sigma_max, kind)
+
+
+def _gauss_hybrid_log_cdfs(fam, m, sigma, kind):
+    r"""Gaussian kinds, binomial count wide against the noise excluded statically
+    (:func:`_use_hybrid_cdfs`): :math:`\log P(Y \le m)` and :math:`\log P(Y > m)` each as one
+    sum of positive terms over the count's value, :math:`\sum_s P(s)\,P(N \le m - s)` and
+    :math:`\sum_s P(s)\,P(N > m - s)`, by :func:`_hybrid_cdf_sum` (cost independent of n)."""
+    sigma_max = _sigma_max(sigma)
+    if kind == "discrete_gaussian":
+        m = pt.floor(_f64(m))
+    m = pt.broadcast_arrays(_f64(m), fam.lo, sigma)[0]
+    ef, em, es = fam.expand(), _e(m), _e(sigma)
+    mode = fam.mode()
+
+    def lower(d, sigma):
+        return _noise_log_cdf_real(d, sigma, sigma_max, kind)
+
+    def upper(d, sigma):
+        return _noise_log_sf_real(d, sigma, sigma_max, kind)
+
+    out = []
+    for noise_fn, a, b in ((lower, fam.lo, mode), (upper, mode, fam.hi)):
+
+        def term(s, noise_fn=noise_fn):
+            return ef.log_pmf(s) + noise_fn(em - s, es)
+
+        def diff(s, f, m, sigma, noise_fn=noise_fn):
+            return f.log_ratio(s) + noise_fn(m - s - 1.0, sigma) - noise_fn(m - s, sigma)
+
+        c = _argmax(diff, a, b, fam.iters, fam, m, sigma)
+        out.append(pt.minimum(_hybrid_cdf_sum(fam, term, c, sigma), 0.0))
+    return tuple(out)
+
+
+def _hybrid_cdf_sum(fam, term, c, sigma):
+    r"""``log sum_s exp(term(s))`` over the binomial's support for a clamp atom's summand
+    :math:`f(s) = \log P(s) + \log H(m - s)`, :math:`H` the noise's CDF or survival function
+    (continued to real arguments: :func:`_noise_log_cdf_real`), at a cost independent of
+    :math:`n`.  :math:`\log H` is concave with :math:`0 \le -(\log H)'' \le 1/\sigma^2` (it is
+    flat where :math:`H \approx 1`, so unlike the pmf's summand the noise gives no curvature
+    bound), and :math:`\log P` is concave with :math:`-(\log \tilde P)''(x) = \psi'(x + 1) +
+    \psi'(n - x + 1)`, between :math:`1/(x + 1) + 1/(n - x + 1) \ge 4/(n + 2)` and
+    :math:`1/x + 1/(n - x)`.  Per release, one of
+
+    * (A) the exact window :math:`|s - c| \le U` (:math:`U` = ``HYBRID_UNIT_HALF``) where the
+      count's curvature on it, :math:`\kappa_A = 1/(c + U + 1) + 1/(n - c + U + 1)`, has
+      :math:`\kappa_A U (U - 1)/2 \ge 100` (the bound of the module docstring);
+    * (B) otherwise (then :math:`\min(c, n - c) > 746`) the trapezoidal rule on the summand
+      continued to real :math:`s`, over :math:`|s - c| \le W` with :math:`2 \cdot 100 + 1`
+      nodes, :math:`W = \sqrt{2 \cdot 64/\kappa_\ell} + 2`, :math:`\kappa_\ell =
+      \max(4/(n + 2), 1/(c + W + 1) + 1/(n - c + W + 1))` (a fixed point, approached from
+      above: every iterate is a valid bound), so that the summand beyond the span is below
+      :math:`e^{-64}` of its peak.  The step :math:`h = W/100` resolves the narrowest scale on
+      the span, :math:`\kappa_h^{-1/2}` with :math:`\kappa_h = 1/(c - W) + 1/(n - c - W) +
+      1/\sigma^2`: :math:`h\sqrt{\kappa_h} = \sqrt{128\,\kappa_h/\kappa_\ell}/100 \le 0.3`
+      because :math:`1/\sigma^2 \le 4 \cdot` ``HYBRID_CDF_RATIO`` :math:`/(n + 2) \le 4
+      \kappa_\ell` (the static condition) and the count's curvature changes by less than a
+      factor 2.9 over the span.  The summand is then Gaussian-like on scales of at least 24
+      and analytic near the real axis, so the lattice sum equals the integral and the
+      trapezoidal rule is exact, both to far below rounding (as in :func:`_hybrid_sum`).
+      Checked against brute-force sums in ``tests/test_noisy_counts.py``.
+    """
+    u = float(HYBRID_UNIT_HALF)
+    lo, hi = fam.lo, fam.hi
+    unit = _window(term, c, lo, hi, HYBRID_UNIT_HALF)
+    use_unit = fam.curvature_bound(c, u) * u * (u - 1.0) >= 200.0
+    n = fam.n
+    c = disconnected_grad(c)
+    k_glob = 4.0 / (n + 2.0)
+    width = pt.sqrt(2.0 * _HYBRID_CDF_NATS / k_glob) + 2.0
+    for _ in range(6):
+        k_lo = pt.maximum(k_glob, fam.curvature_bound(c, width))
+        width = pt.sqrt(2.0 * _HYBRID_CDF_NATS / k_lo) + 2.0
+    h = disconnected_grad(width / HYBRID_CDF_HALF)
+    coarse = _trapezoid(term, c, h, HYBRID_CDF_HALF, lo, hi)
+    return pt.switch(use_unit, unit, coarse)
+
+
 def _dg_log_cdfs(fam, m, sigma):
     """Discrete Gaussian noise at an integer m: both tails as sums over the noise value."""
     sigma_max = _sigma_max(sigma)
@@ -674,6 +803,8 @@ def _discrete_laplace_log_cdfs(fam, m, b):
 
 def _log_cdfs(fam, y, kind, param):
     if kind in ("gaussian", "discrete_gaussian"):
+        if _use_hybrid_cdfs(fam, param):
+            return _gauss_hybrid_log_cdfs(fam, y, param, kind)
         if kind == "discrete_gaussian" and _sigma_max(param) < DG_SPLIT_MIN_SIGMA:
             return _dg_log_cdfs(fam, y, param)
         return _gauss_split_log_cdfs(fam, y, param, kind)

@@ -103,12 +103,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 
 import numpy as np
 
 from .._validation import check_less
-from ..noise import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, Noise
+from ..noise import (
+    _INTEGER_TYPE,
+    _MAP_RTOL,
+    Noise,
+    _element_type,
+    _noise_step,
+    _read_opendp,
+)
 from .core import as_float, check_privacy_parameter, release_guard
 
 __all__ = [
@@ -169,10 +175,6 @@ def _check_epsilon(epsilon) -> float:
     if np.ndim(eps):
         raise ValueError("`epsilon` must be a scalar: one budget for every record's report")
     return float(eps)
-
-
-def _reports(rel):
-    return rel.reports
 
 
 def _guard(records, **privacy):
@@ -394,137 +396,7 @@ def release_sue(items, k, epsilon) -> OpenDPRelease:
 #: and of float measurements with the default noise granularity, agree to rounding (below
 #: 1e-7, the ``f32`` distances' conversion); a float measurement built with a coarse ``k``
 #: adds the lattice spacing :math:`2^k` to ``d_in`` and is refused.
-MAP_RTOL = 1e-6
-
-_INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
-_FLOAT_TYPES = ("f32", "f64")
-_MEASURES = {"MaxDivergence": "make_laplace", "ZeroConcentratedDivergence": "make_gaussian"}
-_NOISE_MAKERS = {"make_laplace", "make_gaussian"}
-
-
-def _constructor(obj):
-    """OpenDP's record of how ``obj`` was built: ``(function name, kwargs)`` or ``(None, {})``."""
-    info = getattr(obj, "__opendp_dict__", None)
-    if not isinstance(info, dict):
-        return None, {}
-    return info.get("__function__"), info.get("__kwargs__", {}) or {}
-
-
-def _noise_step(measurement):
-    """The make_laplace / make_gaussian measurement at the end of ``measurement``, and the
-    transformations before it (in order of application)."""
-    before = []
-    meas = measurement
-    while True:
-        fn, kw = _constructor(meas)
-        if fn == "make_chain_mt":
-            before.append(kw["transformation0"])
-            meas = kw["measurement1"]
-            continue
-        if fn is None or fn in _NOISE_MAKERS:
-            return meas, fn, kw, before
-        raise ValueError(
-            f"the measurement was built by OpenDP's `{fn}`, not by make_laplace / make_gaussian "
-            "(alone, with then_laplace / then_gaussian, or at the end of a chain of "
-            "transformations): its noise is not one of the noise specs (post-processing, "
-            "composition, measure conversions and other mechanisms are not read)"
-        )
-
-
-def _map(obj, d, what):
-    try:
-        return obj.map(d)
-    except TypeError as err:
-        raise ValueError(
-            f"`d_in`={d!r} is not a distance of {what}'s input metric ({obj.input_metric}): {err}"
-        ) from None
-    except Exception as err:  # OpenDPException: e.g. a negative distance
-        raise ValueError(f"OpenDP's privacy map of {what} refuses `d_in`={d!r}: {err}") from None
-
-
-def _element_type(domain) -> str:
-    carrier = str(domain.carrier_type)
-    inner = re.fullmatch(r"Vec<(.+)>", carrier)
-    return inner.group(1) if inner else carrier
-
-
-def _read(measurement, d_in):
-    """``(spec, element type, stated privacy, d at the noise)`` of a checked measurement."""
-    if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
-        raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
-    if isinstance(d_in, bool) or not isinstance(d_in, int | float | np.integer | np.floating):
-        raise TypeError(f"`d_in` must be a positive number (a distance); got {d_in!r}")
-    if not (np.isfinite(d_in) and d_in > 0):
-        raise ValueError(f"`d_in` must be finite and > 0; got {d_in!r}")
-    measure = str(measurement.output_measure)
-    if measure not in _MEASURES:
-        raise ValueError(
-            f"the measurement's output measure is {measure}: only pure DP (MaxDivergence, "
-            "make_laplace) and zero-concentrated DP (ZeroConcentratedDivergence, make_gaussian) "
-            "describe the noise exactly; approximate-DP and Renyi measures (e.g. after "
-            "make_zCDP_to_approxDP / make_fix_delta) are not read: pass the zCDP measurement "
-            "they were built from"
-        )
-    noise_meas, fn, kw, before = _noise_step(measurement)
-    if fn is not None and _MEASURES[measure] != fn:  # pragma: no cover - OpenDP forbids it
-        raise ValueError(f"`{fn}` with output measure {measure} is not a noise spec")
-    gaussian = measure == "ZeroConcentratedDivergence"
-
-    d = d_in
-    for t in before:
-        d = _map(t, d, "a transformation of the chain")
-    d_noise = float(d)
-    if not d_noise > 0:
-        raise ValueError(
-            f"the transformations before the noise map `d_in`={d_in!r} to {d!r}: no privacy "
-            "loss to check the noise against; give the distance of one person's change"
-        )
-
-    elem = _element_type(noise_meas.input_domain)
-    if _INTEGER_TYPE.fullmatch(elem):
-        cls = DiscreteGaussian if gaussian else DiscreteLaplace
-    elif elem in _FLOAT_TYPES:
-        cls = Gaussian if gaussian else Laplace
-    else:
-        raise ValueError(
-            f"the noise is added to values of type {elem} ({noise_meas.input_domain}): only "
-            "integer (i32, i64, u32, u64) and float (f32, f64) atoms or vectors are read"
-        )
-
-    stated = float(_map(measurement, d_in, "the measurement"))
-    if "scale" in kw:  # OpenDP's record of the constructor's arguments
-        param = float(kw["scale"])
-        how = f"the measurement's scale={param!r}"
-    else:  # no record: invert the map (Laplace: eps = d/b; Gaussian zCDP: rho = (d/s)^2/2)
-        if not stated > 0:
-            raise ValueError(f"OpenDP's map states {stated} at `d_in`={d_in!r}: no noise to read")
-        param = d_noise / math.sqrt(2.0 * stated) if gaussian else d_noise / stated
-        how = f"the scale {param!r} inverted from OpenDP's map at d_in={d_in!r}"
-        # ... and the map's shape checked at twice the distance (linear / quadratic)
-        twice = float(_map(noise_meas, d * 2, "the measurement"))
-        expect = stated * (4.0 if gaussian else 2.0)
-        if not abs(twice - expect) <= MAP_RTOL * expect:
-            raise ValueError(
-                f"OpenDP's map is {stated!r} at d_in={d!r} and {twice!r} at twice that "
-                f"(expected {expect!r} for {cls.__name__} noise): not a Laplace / Gaussian "
-                "privacy curve"
-            )
-    try:
-        spec = cls(param)
-    except ValueError as err:
-        raise ValueError(f"{how} is outside the noise specs' range: {err}") from None
-
-    expected = spec.rho(d_noise) if gaussian else spec.epsilon(d_noise)
-    if not abs(stated - expected) <= MAP_RTOL * expected:
-        kind = "rho" if gaussian else "epsilon"
-        raise ValueError(
-            f"OpenDP's privacy map states {kind}={stated!r} at d_in={d_in!r}, but {spec!r} at "
-            f"sensitivity {d_noise!r} has {kind}={expected!r} (relative difference "
-            f"{abs(stated - expected) / expected:.2e} > MAP_RTOL={MAP_RTOL:g}): the noise is "
-            "not that spec (e.g. a float measurement with a coarse granularity `k`, whose "
-            "lattice OpenDP's map accounts for)"
-        )
-    return spec, elem, stated, d_noise
+MAP_RTOL = _MAP_RTOL
 
 
 def noise_from_measurement(measurement, d_in=1) -> Noise:
@@ -600,7 +472,7 @@ def noise_from_measurement(measurement, d_in=1) -> Noise:
     >>> noise_from_measurement(counts >> dp.t.then_count() >> dp.m.then_laplace(2.0))
     DiscreteLaplace(scale=2.0)
     """
-    return _read(measurement, d_in)[0]
+    return _read_opendp(measurement, d_in)[0]
 
 
 def clamp_from_measurement(measurement) -> dict:

@@ -19,9 +19,8 @@ from .._spec import Built, DataKind, Example, Family, ModelSpec, Opt, doc, fmt
 # --------------------------------------------------------------------------------------------
 
 
-def _regression_read(table, args, *, labels):
-    import numpy as np
-
+def _regression_columns(table, args):
+    """(feature column indices, response column index) from --x-columns / --y-column."""
     y_idx = table.n_columns - 1 if args.y_column is None else table.resolve(args.y_column)
     if args.x_columns is None:
         x_idx = [i for i in range(table.n_columns) if i != y_idx]
@@ -35,6 +34,13 @@ def _regression_read(table, args, *, labels):
             )
     if not x_idx:
         raise InputError(f"{table.display}: one column; need d >= 1 feature columns and a response")
+    return x_idx, y_idx
+
+
+def _regression_read(table, args, *, labels):
+    import numpy as np
+
+    x_idx, y_idx = _regression_columns(table, args)
     cols = table.read([*x_idx, y_idx])
     for i, c in zip(x_idx, cols, strict=False):
         check_values(table, i, c, "report")
@@ -49,6 +55,133 @@ def _regression_read(table, args, *, labels):
         read=(
             f"Read {len(z)} reports of d = {len(x_idx)} features from {table.display} "
             f"(response column {table.label(y_idx)})."
+        ),
+    )
+
+
+def _sql_column(table, idx):
+    col = '"' + table._sql_names[idx].replace('"', '""') + '"'
+    return f"trim({col})" if table.format == "csv" else col
+
+
+def _cov_draws(post, d):
+    """Σ at every draw of the CLI's regression models (:func:`.._options.feature_cov`)."""
+    import numpy as np
+
+    tau = np.asarray(post["cov_tau"], dtype=float)
+    if d == 1:
+        return (tau * tau)[..., None]
+    chol = tau[..., :, None] * np.asarray(post["cov_corr"], dtype=float)
+    return chol @ np.swapaxes(chol, -1, -2)
+
+
+def logreg_summary_data(table, args):
+    """``fit logreg`` on at least ``summaries.SUMMARY_THRESHOLD`` reports: the
+    :class:`~pymc_dpnoise.PerturbedLogRegSummary` of the file, built by DuckDB streaming it
+    (nothing loaded, no ``--max-rows`` limit).
+
+    None below the threshold or with ``--approximation chebyshev`` (the exact per-report
+    likelihood).  The exact likelihood is also used, with a ``note``, where the summary's
+    remainder bound exceeds its tolerance already around the pilot, or the label budget is
+    above what the summary accepts.  The returned ``check_posterior`` reports the bound at
+    the posterior mean and refuses a posterior whose mean the bound does not certify.
+    """
+    import numpy as np
+
+    from ...distributions.regression import LOGREG_SUMMARY_TOL
+    from ...summaries import MAX_LOGREG_EPSILON, SUMMARY_THRESHOLD, summarize_logreg
+
+    if args.approximation != "quadrature":
+        return None
+    x_idx, y_idx = _regression_columns(table, args)
+    n = table._con.sql(
+        f"SELECT count(*) FROM (SELECT 1 FROM {table._from} OFFSET {int(table._offset)})",
+        params=table._params,
+    ).fetchall()[0][0]
+    if n < SUMMARY_THRESHOLD:
+        return None
+    sx, ey, _ = _logreg_noise(args)
+
+    def exact(why):
+        try:
+            data = _regression_read(table, args, labels=True)
+        except InputError as exc:
+            raise InputError(f"{exc} (the exact likelihood is needed: {why})") from None
+        data["note"] = f"{why}: the exact per-report likelihood is used"
+        return data
+
+    if ey > MAX_LOGREG_EPSILON:
+        return exact(
+            f"epsilon_y = {ey:g} is above {MAX_LOGREG_EPSILON:g}, where the "
+            "logistic-regression summary is not accurate"
+        )
+    cols = [*x_idx, y_idx]
+    # the columns keep their names, so that the summary's errors name them
+    names = [table.names[i] if table.names and table.names[i] else f"column {i}" for i in cols]
+    sel = ", ".join(
+        f'TRY_CAST({_sql_column(table, i)} AS DOUBLE) AS "{name.replace(chr(34), chr(34) * 2)}"'
+        for i, name in zip(cols, names, strict=True)
+    )
+    rel = table._con.sql(
+        f"SELECT {sel} FROM {table._from} OFFSET {int(table._offset)}", params=table._params
+    )
+    try:
+        s = summarize_logreg(rel, sx, ey, columns=names)
+    except ValueError as exc:  # NULL / non-numeric / non-finite reports, labels not 0/1
+        raise InputError(f"{table.display}: {' '.join(str(exc).split())}") from None
+    tol = LOGREG_SUMMARY_TOL
+    if not s.mode_bound <= tol:
+        return exact(
+            f"the logistic-regression summary's error bound is {s.mode_bound:.3g} nats at "
+            f"its estimate of the posterior mode, above the tolerance {tol:g}"
+        )
+    d = len(x_idx)
+
+    def check_posterior(idata):
+        post = idata.posterior
+        theta = np.asarray(post["theta"], dtype=float)
+        cov = _cov_draws(post, d)
+        at_mean = float(s.bound(theta.mean(axis=(0, 1)), cov=cov.mean(axis=(0, 1))))
+        bounds = s.bound(theta, cov=cov)
+        worst, frac = float(bounds.max()), float(np.mean(bounds > tol))
+        out = [
+            (
+                "note",
+                f"logistic-regression summary: error bound {at_mean:.2g} nats at the posterior "
+                f"mean, at most {worst:.2g} over the {bounds.size} draws (tolerance {tol:g})",
+            )
+        ]
+        if not at_mean <= tol:
+            out.append(
+                (
+                    "error",
+                    f"the logistic-regression summary is not accurate at the posterior mean "
+                    f"(bound {at_mean:.3g} nats > {tol:g}): fit fewer reports (below "
+                    f"{SUMMARY_THRESHOLD}) or PerturbedLogReg in Python",
+                )
+            )
+        elif frac > 0:
+            out.append(
+                (
+                    "warning",
+                    f"the summary's bound exceeds {tol:g} nats at {frac:.1%} of the draws "
+                    "(the likelihood is penalised there; the tails may be slightly too light)",
+                )
+            )
+        return out
+
+    features = column_names(table, x_idx, lambda i: f"x{i}", "features")
+    return dict(
+        z=s,
+        summary=s,
+        features=features,
+        check_posterior=check_posterior,
+        read=(
+            f"Read {n} reports of d = {d} features from {table.display} (response column "
+            f"{table.label(y_idx)}) into a logistic-regression summary of {s.packed.size} "
+            f"numbers ({s.passes} passes; error bound {s.mode_bound:.2g} nats at the mode, "
+            f"{s.probe_bound:.2g} 4 sd from it; the exact per-report likelihood is used below "
+            f"{SUMMARY_THRESHOLD} reports)."
         ),
     )
 
@@ -201,10 +334,22 @@ def _logreg_build(args, data):
     import pymc as pm
 
     from ...distributions import PerturbedLogReg
+    from ...distributions.regression import PerturbedLogRegSummary
 
     sx, ey, how = _logreg_noise(args)
+    s = data.get("summary")
     with pm.Model(coords={"feature": data["features"]}) as model:
         theta, cov, text = feature_cov(args, len(data["features"]))
+        if s is not None:
+            PerturbedLogRegSummary("z", theta=theta, cov=cov, sigma_x=sx, observed=s)
+            model.set_initval(theta, s.theta_pilot)
+            return Built(
+                model,
+                f"z ~ PerturbedLogRegSummary(theta, Σ, sigma_x={fmt(sx)}, epsilon_y={fmt(ey)} "
+                f"({how}); summary of {s.n} reports)",
+                text,
+                ["theta", "cov_tau"],
+            )
         PerturbedLogReg(
             "z",
             theta=theta,
@@ -270,7 +415,12 @@ LOGREG = ModelSpec(
     x + N(0, sigma_x² I) and y through randomized response with budget epsilon_y.
     Fitted with pymc_dpnoise.PerturbedLogReg.  Give --sigma-x and --epsilon-y, or
     the release's budget (--epsilon, --delta, --R, --c as in
-    pymc_dpnoise.mechanisms.perturb_logreg).  The label column holds 0/1.""",
+    pymc_dpnoise.mechanisms.perturb_logreg).  The label column holds 0/1.
+    Files of at least 100 000 reports are fitted through
+    pymc_dpnoise.PerturbedLogRegSummary (logp cost flat in N); its error bound
+    (nats) at the posterior mean is printed as a note, the fit is refused where
+    it exceeds 1 nat, and the exact likelihood is used where the bound exceeds it
+    already at the summary's estimate of the mode.""",
         _REG_PRIOR,
         ".",
     ),
