@@ -196,6 +196,14 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
     finite input, for :math:`\epsilon` from :math:`10^{-2}` to :math:`10^{2}` and
     :math:`\sigma/(b-a)` from :math:`10^{-3}` to :math:`10^{2}` (tested).
 
+    These formulas are evaluated by one elementwise op
+    (``pymc_dpnoise.math._clipped_normal_op``: a Numba kernel per report with
+    :math:`\partial/\partial\mu` and :math:`\partial/\partial\sigma` in closed form, the
+    parameter-only terms computed once per distinct parameter value), not as a PyTensor graph:
+    for the README example that cut the logp + gradient graph from 1,499 nodes to 209 and the
+    graph rewrites from 9 CPU-s to 0.6 (issue 24).  Other gradients, second derivatives and the
+    JAX backend use the graph of the same formulas.
+
     Parameters
     ----------
     value, mu, sigma, lower, upper, epsilon : tensor_like
@@ -206,10 +214,39 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
     TensorVariable
         Elementwise log density, shape of the broadcast inputs.
     """
+    from ._clipped_normal_op import clipped_normal_laplace_op
+
+    z = _as_f64(value)
+    params = [_as_f64(p) for p in (mu, sigma, lower, upper, epsilon)]
+    shape = pt.broadcast_shape(z, *params, arrays_are_shapes=False)
+    flat = [pt.broadcast_to(z, shape).ravel()]
+    # a scalar parameter stays one value (computed with once), a vector is spread per report
+    flat += [p[None] if p.type.ndim == 0 else pt.broadcast_to(p, shape).ravel() for p in params]
+    return clipped_normal_laplace_op(*flat).reshape(shape)
+
+
+def _clipped_normal_laplace_logp_graph(value, mu, sigma, lower, upper, epsilon):
+    """:func:`clipped_normal_laplace_logp` as a PyTensor graph (the form before issue 24;
+    kept as the reference of the op's kernel in the tests and benchmarks)."""
     z = _as_f64(value)
     mu, sigma, lower, upper, epsilon = map(_as_f64, (mu, sigma, lower, upper, epsilon))
     return _piecewise_by_region(
         z, lower, upper, (mu, sigma, epsilon), _clipped_normal_outside, _clipped_normal_inside
+    )
+
+
+def _clipped_normal_dense(z, mu, sigma, lower, upper, epsilon):
+    """The same log density without gathering the inside reports (every input may be a
+    variable): both region formulas everywhere, the inside one at the interval's midpoint for
+    reports outside it (double where).  The graph the op differentiates for gradients other
+    than d/d mu and d/d sigma, and the op's JAX implementation."""
+    z, mu, sigma, lower, upper, epsilon = map(_as_f64, (z, mu, sigma, lower, upper, epsilon))
+    inside = pt.gt(z, lower) & pt.lt(z, upper)
+    z_in = pt.switch(inside, z, lower + 0.5 * (upper - lower))
+    return pt.switch(
+        inside,
+        _clipped_normal_inside(z_in, lower, upper, mu, sigma, epsilon),
+        _clipped_normal_outside(z, lower, upper, mu, sigma, epsilon),
     )
 
 
