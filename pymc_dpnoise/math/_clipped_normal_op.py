@@ -50,6 +50,8 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.rewriting.basic import register_canonicalize
 
+from .._jax_dispatch import when_jax_dispatch_loads
+
 _njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
 
 _SQRT2 = math.sqrt(2.0)
@@ -512,4 +514,4 @@ def _register_jax():
 
 
 _NUMBA_REGISTERED = _register_numba()
-_JAX_REGISTERED = _register_jax()
+when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users

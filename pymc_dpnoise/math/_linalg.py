@@ -26,6 +26,8 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.blockwise import Blockwise
 
+from .._jax_dispatch import when_jax_dispatch_loads
+
 __all__ = ["cholesky_inverse"]
 
 
@@ -173,5 +175,5 @@ def _register_numba():
     return True
 
 
-_register_jax()
+when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users
 _NUMBA_REGISTERED = bool(_register_numba())

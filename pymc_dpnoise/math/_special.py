@@ -55,6 +55,8 @@ from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from .._jax_dispatch import when_jax_dispatch_loads
+
 __all__ = [
     "log_binom_cdf_ratio",
     "log_binom_pmf",
@@ -463,4 +465,4 @@ def _register_jax():
 
 
 _NUMBA_REGISTERED = _register_numba()
-_JAX_REGISTERED = _register_jax()
+when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users
