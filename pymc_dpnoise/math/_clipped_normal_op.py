@@ -364,7 +364,7 @@ class ClippedNormalLaplaceOp(Op):
         return [shapes[0]] * len(node.outputs)
 
     def pullback(self, inputs, outputs, output_grads):
-        from .clipped import _clipped_normal_dense
+        from ._clipped_normal_graph import _clipped_normal_dense
 
         if not self.grad:
             full = clipped_normal_laplace_grad_op(*inputs)
@@ -473,7 +473,11 @@ def _register_jax():
         import jax.numpy as jnp
         from pytensor.graph.fg import FunctionGraph
 
-        from .clipped import _clipped_normal_dense, _clipped_normal_inside, _clipped_normal_outside
+        from ._clipped_normal_graph import (
+            _clipped_normal_dense,
+            _clipped_normal_inside,
+            _clipped_normal_outside,
+        )
 
         data = [node.inputs[i] for i in (0, 3, 4, 5)]
         if all(isinstance(v, Constant) for v in data):
