@@ -165,7 +165,7 @@ def main():
         r["time_ratio_vs_exact"] = r["wall_s"] / ex["wall_s"]
         if r["variant"] in ("summary", "hist_noise_aware"):
             r["loglik_diff_at_exact_mean"] = loglik_fn(models[r["variant"]])(*at) - ll_exact
-    b = pmd.math.clipped_normal_summary_error_bound(summary, at[0], at[1], LO, HI, EPS)
+    b = pmd.math.clipped_normal_summary_error_bound(summary.table, at[0], at[1], LO, HI, EPS)
     bound = float(b.eval() if hasattr(b, "eval") else b)
     cols = [
         ("variant", "variant"),
