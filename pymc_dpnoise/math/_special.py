@@ -398,23 +398,6 @@ class _CountsOp(Op):
 
 def _apply(kind, *args):
     args = [pt.cast(pt.as_tensor_variable(a), "float64") for a in args]
-    shapes = [a.type.shape for a in args]
-    if all(None not in s for s in shapes):
-        # Static shapes (the usual case: a window grid of counts against per-count constants
-        # and one parameter): each argument is gathered to the flat broadcast shape with a
-        # constant index, so that its gradient is a 1-d scatter-add.  Broadcasting instead
-        # puts an n-d Alloc in the graph and an n-d Sum in its gradient, which PyTensor's
-        # Numba backend compiles with generic stride-sorting code: 42 of the first call's
-        # CPU-s for the NoisyBinomial model of benchmarks/time_to_posterior.py from empty
-        # caches, against 2 for the gathered form (measured on a (4, 49) window).
-        full = np.broadcast_shapes(*shapes)
-        flat = [
-            a.ravel()
-            if s == full
-            else a.ravel()[np.broadcast_to(np.arange(math.prod(s)).reshape(s), full).ravel()]
-            for a, s in zip(args, shapes, strict=True)
-        ]
-        return _CountsOp(kind)(*flat).reshape(full)
     args = pt.broadcast_arrays(*args)
     shape = args[0].shape
     out = _CountsOp(kind)(*[a.ravel() for a in args])
