@@ -64,8 +64,8 @@ def scaled_lkj_cov(name, n, *, eta=2.0, tau_sigma=1.0, tau=None, dims=None):
     -----
     ``{name}_corr`` is stored in the trace as the full Cholesky factor, whose first diagonal
     entry is 1 and upper triangle 0 in every draw: ArviZ's R-hat of those fixed entries is
-    ``nan`` (with a ``RuntimeWarning``).  Leave it out with ``pm.sample(var_names=[...])``
-    when only the other variables are wanted.
+    ``nan``, and NumPy warns about the zero variance when it is computed.  Leave it out with
+    ``pm.sample(var_names=[...])`` when only the other variables are wanted.
 
     Examples
     --------
