@@ -1,7 +1,10 @@
 r"""JAX kernel of :class:`~pymc_dpnoise.math._clipped_normal_op.ClippedNormalLaplaceOp`
 (vectorised; imported only by the JAX linker).
 
-The formulas of the Numba kernel ``_clipped_normal_kernel`` (same branches, same operations;
+The formulas of the Numba kernel ``_clipped_normal_kernel`` (same branches, same operations,
+the linear-space form ``_inside_linear`` for the reports inside the interval included: with one
+parameter set it runs under ``lax.cond``, which evaluates one branch; with per-report
+parameters the log-space form runs everywhere;
 ``erfc`` is XLA's, up to 6e-14 relative off libm's near x = 26), over whole vectors: both
 sides of every branch are computed, each at an argument where it is finite (the other side's
 argument replaced by a safe constant), and picked with ``where``.  XLA's CPU compiler
@@ -231,6 +234,48 @@ def _inside(z, mu, sigma, a, b, q):
     )
 
 
+_FAST_EPS = 50.0
+_FAST_KAP = 5.0
+_FAST_AB = 30.0
+
+
+def _ndtr(x):
+    return 0.5 * lax.erfc(-x / _SQRT2)
+
+
+def _fast_ok(eps, q):
+    """Whether the Numba kernel's linear-space form (``_inside_linear``) applies."""
+    return (
+        (eps <= _FAST_EPS)
+        & (q["kap"] <= _FAST_KAP)
+        & (q["al"] >= -_FAST_AB)
+        & (q["be"] <= _FAST_AB)
+    )
+
+
+def _inside_linear(z, mu, sigma, a, eps, q):
+    """The Numba kernel's ``_inside_linear`` (linear-space form, no branches) over vectors."""
+    kap, al, be, s = q["kap"], q["al"], q["be"], q["s"]
+    ze = (z - mu) / sigma
+    pa, pb, ca, cb = _ndtr(jnp.stack([al, -be, al - kap, -be - kap]))
+    fa = _INV_SQRT_2PI * jnp.exp(-0.5 * (al * al))
+    fb = _INV_SQRT_2PI * jnp.exp(-0.5 * (be * be))
+    f1 = jnp.exp(kap * (0.5 * kap - al))
+    f2 = jnp.exp(kap * (0.5 * kap + be))
+    ea = jnp.exp(-(z - a) / s)
+    eb = jnp.exp(-eps) / ea
+    t3 = (f1 * ea) * (_ndtr(ze - kap) - ca)
+    t4 = (f2 * eb) * (_ndtr(-ze - kap) - cb)
+    tot = pa * ea + pb * eb + t3 + t4
+    phz = _INV_SQRT_2PI * jnp.exp(-0.5 * (ze * ze))
+    inv = 1.0 / tot
+    return (
+        jnp.log(tot) - q["log_2s"],
+        (t3 - t4) * inv / s,
+        kap * (kap * (t3 + t4) - 2.0 * phz + fa * ea + fb * eb) * inv / sigma,
+    )
+
+
 def _outside(z, a, b, q, left):
     """log p, d/dmu, d/dsigma for reports z <= a (``left``) or z >= b: the parameter-only
     log-sum-exp minus the report's distance from the bound over s."""
@@ -273,7 +318,18 @@ def kernel(z, lower, upper, epsilon, grad):
         if idx_in.size:
             qi = jax.tree.map(lambda x: take(x, idx_in), q)
             at = [take(x, idx_in) for x in (mu, sigma, a, b)]
-            parts.append((idx_in.size, _inside(z[idx_in], *at, qi)))
+            if size == 1:
+                # one parameter set: the linear-space form where it applies (lax.cond runs
+                # one branch), else the log-space form
+                zin = z[idx_in]
+                res = lax.cond(
+                    _fast_ok(eps, q)[0],
+                    lambda: _inside_linear(zin, mu, sigma, a, eps, q),
+                    lambda: _inside(zin, *at, qi),
+                )
+            else:
+                res = _inside(z[idx_in], *at, qi)
+            parts.append((idx_in.size, res))
         if idx_out.size:
             qo = jax.tree.map(lambda x: take(x, idx_out), q)
             parts.append(
