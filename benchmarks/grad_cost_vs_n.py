@@ -687,7 +687,7 @@ def merge(paths):
         errors += [e for e in d.get("errors", []) if e["model"] not in seen]
     order = {m[0]: i for i, m in enumerate(MODELS)}
     rows.sort(key=lambda r: order.get(r["model"], 999))
-    info = runs[0]["machine"]
+    info = dict(runs[0]["machine"])  # a copy: runs holds the original (no cycle)
     info["merged_from"] = runs
     write_md(rows, errors, d["rounds"], info, t_start, runs=runs)
 

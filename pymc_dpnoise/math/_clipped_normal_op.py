@@ -29,8 +29,9 @@ For reports inside the clipping interval, where :math:`\epsilon \le 50`,
 model and most of a sampler's path), the kernel evaluates the same density as a sum of four
 non-negative terms in linear space (:func:`_inside_linear`: 2 ``erfc``, 3 ``exp`` and a ``log``
 per report instead of 15 transcendental calls, to a few ulp of the density; its derivation and
-error argument are in its docstring): README example, 5,000 reports, 327 -> 165 ns per report
-inside the interval and 748 -> 423 µs per call of the kernel (one run each at load ~2).
+error argument are in its docstring): README example, 5,000 reports, three interleaved rounds
+of the previous and this kernel at load ~3.5: 499-563 -> 167-213 µs per call, 216-258 -> 68-90
+ns per report inside the interval.
 Elsewhere the log-space forms above run.
 
 Everything that depends on the parameters only (:math:`\log\Phi(\alpha)`, the tails at
