@@ -107,3 +107,30 @@ def exact_noisy_multinomial_logpdf(y, n, p, b):
     log_pmf = stats.multinomial.logpmf(counts, n, p)
     lap = -np.abs(y - counts).sum(-1) / b - 3 * np.log(2 * b)
     return logsumexp(log_pmf + lap)
+
+
+def poisson_moments_exact(mu, a, b):
+    """(log q, mean, var) of Poisson(mu) truncated to {a, ..., b} (b - a < 200), the shape in
+    exact rational arithmetic: weights r_j = pmf(a + j)/pmf(a) = mu^j a!/(a + j)! as
+    fractions (mu a float, so exactly a rational), mean and variance exact before one final
+    rounding; log q = log pmf(a) + log sum r_j with log pmf(a) = a log mu - mu - lgamma(a+1)
+    in floating point (relative error a few ulp of |log pmf(a)|)."""
+    import math
+    from fractions import Fraction
+
+    a, b = int(a), int(b)
+    m = Fraction(float(mu))
+    r, w = Fraction(1), []
+    for j in range(b - a + 1):
+        if j:
+            r = r * m / (a + j)
+        w.append(r)
+    tot = sum(w)
+    jbar = sum(j * x for j, x in enumerate(w)) / tot
+    var = sum((j - jbar) ** 2 * x for j, x in enumerate(w)) / tot
+    if tot < 2:  # log q near 0 (a = 0, small mu): log1p of the exact excess
+        log_tot = math.log1p(float(tot - 1))
+    else:
+        log_tot = math.log(tot.numerator) - math.log(tot.denominator)
+    log_pa = a * math.log(mu) - mu - math.lgamma(a + 1)
+    return log_pa + log_tot, float(a + jbar), float(var)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pymc as pm
@@ -24,6 +25,7 @@ from expfam_reference import (
     multinomial_mixture_logpdf,
     normal_laplace_logpdf,
     poisson_moments,
+    poisson_moments_exact,
 )
 from pymc.logprob.utils import ParameterValueError
 from scipy import signal, stats
@@ -109,6 +111,69 @@ def test_truncated_moments_match_quadrature_and_sums():
             atol = 1e-12  # the reference's log q is 1 - 1e-13 at best; summation order varies
             assert abs(got - ref[j]) <= 1e-10 * scale + atol, (t, a, b, j, got, ref)
             assert np.isfinite(out[9 + j][ne + i])
+
+
+def test_truncated_poisson_moments_exact_at_any_rate():
+    """Truncated-Poisson moments against exact rational sums, rates from 1e-3 to 1e12 on
+    intervals from one integer to 51 (at 10^4): constant bounds at most 64 integers apart
+    (the common case: records in [0, 10]) sum the pmf over the interval; symbolic bounds keep
+    the ratio forms except far from the interval, where 64 terms from its near end are
+    summed (the ratio forms gave a mean of 9.95 and a negative variance at mu = 1e7 on
+    {0..10}).  The gradient of log q against the identity d log q / d mu = mean / mu - 1."""
+    rows = list(
+        itertools.product(
+            [1e-3, 0.4, 3.0, 40.0, 400.0, 1e4, 1e7, 1e12],
+            [(0, 10), (2, 2), (5, 60), (0, 63), (10000, 10050)],
+        )
+    )
+    th, lo, hi = pt.dvector("th"), pt.dvector("lo"), pt.dvector("hi")
+    direct = em.truncated_poisson_moments(th, lo, hi, width=64)
+    general = em.truncated_poisson_moments(th, lo, hi)  # symbolic bounds: no static width
+    grads = [pytensor.grad(x[0].sum(), th) for x in (direct, general)]
+    f = pytensor.function([th, lo, hi], [*direct, *general, *grads])
+    t, a, b = (np.array(c, float) for c in zip(*[(r[0], *r[1]) for r in rows], strict=True))
+    out = f(t, a, b)
+    for i, (mu, (lo_, hi_)) in enumerate(rows):
+        ref = poisson_moments_exact(mu, lo_, hi_)
+        g_ref = ref[1] / mu - 1.0
+        ratio_forms = not (mu >= 2 * (hi_ + 1) or lo_ + 1 >= 2 * mu)
+        for path, tol_var in ((0, 1e-10), (3, 1e-6 if ratio_forms else 1e-10)):
+            got = out[path : path + 3]
+            msg = (mu, lo_, hi_, path, [x[i] for x in got], ref)
+            # log q = log pmf(a) + ...: a few ulp of the terms that cancel in log pmf(a)
+            # (a log mu, mu, lgamma(a + 1); ~1e-11 at a = mu = 1e4, the reference's too)
+            scale = abs(lo_ * np.log(mu)) + mu + math.lgamma(lo_ + 1)
+            assert abs(got[0][i] - ref[0]) <= 1e-13 * abs(ref[0]) + 1e-15 * scale + 1e-16, msg
+            assert abs(got[1][i] - ref[1]) <= 1e-12 * ref[1] + 1e-15, msg
+            assert abs(got[2][i] - ref[2]) <= tol_var * ref[2] + 1e-15 * ref[1], msg
+        g = out[6][i]
+        assert abs(g - g_ref) <= 1e-10 * abs(g_ref) + 1e-13 * max(1.0, ref[1] / mu), (mu, g)
+        assert np.isfinite(out[7][i])
+
+
+def test_truncated_poisson_constant_bounds_take_the_direct_sum():
+    """A model's constant bounds reach the direct path (no incomplete gamma function in the
+    logp graph); bounds held in ``pm.Data`` keep the incomplete-gamma path; same logp."""
+    from pytensor.scalar.math import GammaIncC
+
+    def logp_graph(data):
+        with pm.Model() as m:
+            lo, hi = (pm.Data(c, v) for c, v in (("lo", 0.0), ("hi", 10.0))) if data else (0, 10)
+            mu = pm.Gamma("mu", 2.0, 0.5)
+            pmd.LaplaceNoisyTruncatedPoisson(
+                "y", n=400, mu=mu, lower=lo, upper=hi, epsilon=1.0, observed=1200.0
+            )
+        graph = m.logp()
+        kinds = {
+            type(getattr(v.owner.op, "scalar_op", None))
+            for v in pytensor.graph.ancestors([graph])
+            if v.owner is not None
+        }
+        return m.compile_logp()({"mu_log__": np.log(3.0)}), GammaIncC in kinds
+
+    (v_const, gamma_const), (v_data, gamma_data) = logp_graph(False), logp_graph(True)
+    assert not gamma_const and gamma_data
+    assert abs(v_const - v_data) <= 1e-12 * abs(v_data)
 
 
 def test_normal_laplace_matches_quadrature_on_extreme_grid():

@@ -247,12 +247,15 @@ def differentiable(kind):
     numpyro sampler differentiates the JAX graph itself, not PyTensor's gradient graph)."""
     kernel = _KERNELS[kind]
 
+    # inputs of length 1 (a parameter against a grid) are repeated, as by the Numba kernel;
+    # the tangent of such an input broadcasts, so its cotangent is the sum over the grid
     @jax.custom_jvp
     def f(*args):
-        return kernel(*args)
+        return kernel(*jnp.broadcast_arrays(*args))
 
     @f.defjvp
     def f_jvp(primals, tangents):
+        primals = jnp.broadcast_arrays(*primals)
         r = kernel(*primals)
         return r, _derivative(kind, primals, r) * tangents[-1]
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.gradient import disconnected_grad
 
 from ._special import log_poisson_cdf_ratio, log_poisson_pmf
 
@@ -258,7 +259,73 @@ def _log_poisson_interval(lower, upper, mu):
     return pt.switch(far, log_far, pt.switch(above, pt.log(cdf_b - cdf_am1), pt.log(sf_a - sf_b1)))
 
 
-def truncated_poisson_moments(mu, lower, upper):
+# where the truncation interval [a, b] holds at most this many integers (static bounds), the
+# moments are sums over it (_poisson_interval_direct): exact at any rate, and PyTensor
+# compiles them in a fraction of the time of the incomplete gamma functions and their
+# gradients (first logp + gradient call of a model from empty caches 21.5 -> ~12 CPU-s)
+_DIRECT_Q_TERMS = 64
+
+
+def _static_values(x):
+    """The value of a constant tensor (through casts and dimension shuffles), else None."""
+    from pytensor.graph.basic import Constant
+    from pytensor.scalar import Cast
+    from pytensor.tensor.elemwise import DimShuffle, Elemwise
+
+    x = pt.as_tensor_variable(x)
+    while x.owner is not None and (
+        isinstance(x.owner.op, DimShuffle)
+        or (isinstance(x.owner.op, Elemwise) and isinstance(x.owner.op.scalar_op, Cast))
+    ):
+        x = x.owner.inputs[0]
+    if isinstance(x, Constant):
+        return np.asarray(x.data)
+    return None
+
+
+def _poisson_interval_direct(lower, upper, mu, terms, start=None):
+    r"""``(log q, mean, var)`` of Poisson(mu) truncated to {a, ..., b}, as weighted sums over
+    the ``terms`` integers from ``start`` (default a) that lie in [a, b]: exact when
+    ``b - a < terms``, and to far below an ulp when the pmf falls by half or more per step
+    away from ``start`` (see :func:`truncated_poisson_moments`).
+
+    With :math:`d_j = \log[\mathrm{pmf}(a + j)/\mathrm{pmf}(a)] = j\log\mu - \log[(a+j)!/a!]`
+    (the :math:`-\mu` of the pmf cancels, so the weights keep full relative accuracy however
+    far :math:`\mu` lies from the interval), :math:`\log q = \log\mathrm{pmf}(a) +
+    \log\sum_j e^{d_j}`, :math:`w_j = e^{d_j}/\sum e^{d}`, mean :math:`a + \sum_j j w_j`
+    and variance :math:`\sum_j (j - \bar j)^2 w_j`: sums of non-negative terms, exact to a
+    few ulp (the ratio forms below lose all accuracy to cancellation once :math:`\mu \gg b`).
+    """
+    c = lower if start is None else start
+    off = pt.arange(terms, dtype="float64")
+    a = c[..., None]
+    valid = pt.le(a + off, upper[..., None]) & pt.ge(a + off, lower[..., None])
+    d = off * pt.log(mu)[..., None] - (pt.gammaln(a + off + 1.0) - pt.gammaln(a + 1.0))
+    d = pt.switch(valid, d, -np.inf)
+    m = disconnected_grad(pt.max(d, axis=-1))  # d_0 = 0 (c in [a, b]): finite
+    e = pt.exp(d - m[..., None])
+    total = pt.sum(e, axis=-1)
+    w = e / total[..., None]
+    jbar = pt.sum(off * w, axis=-1)
+    var = pt.sum(pt.sqr(off - jbar[..., None]) * w, axis=-1)
+    # Loader's form of pmf(a) (the count kernels'): a few ulp at any a, mu
+    log_q = log_poisson_pmf(c, pt.log(mu)) + m + pt.log(total)
+    return log_q, c + jbar, var
+
+
+def _static_width(lower, upper):
+    """``max(upper - lower) + 1`` where both bounds are constants (else None): how many
+    integers the widest truncation interval holds."""
+    lo_v, hi_v = _static_values(lower), _static_values(upper)
+    if lo_v is None or hi_v is None or not lo_v.size or not hi_v.size:
+        return None
+    d = np.asarray(hi_v, dtype=float) - np.asarray(lo_v, dtype=float)
+    if not np.all(np.isfinite(d)):
+        return None
+    return max(int(np.max(d)) + 1, 1)
+
+
+def truncated_poisson_moments(mu, lower, upper, width=None):
     r"""``(log q, mean, var)`` of :math:`x \sim \mathrm{Poisson}(\mu)` truncated to :math:`\{a, \dots, b\}`.
 
     From :math:`E[x\,\mathbf 1_{[a,b]}] = \mu P(a-1 \le x \le b-1)` and
@@ -274,17 +341,37 @@ def truncated_poisson_moments(mu, lower, upper):
     are grouped analytically).  :math:`q` is a difference of regularised incomplete gamma
     functions taken on the side of the interval where it does not cancel.
     """
+    if width is None:
+        width = _static_width(lower, upper)
     mu, lower, upper = map(_as_f64, (mu, lower, upper))
-    log_q = _log_poisson_interval(lower, upper, mu)
+    terms = None if width is None or width > _DIRECT_Q_TERMS else max(int(width), 2)
+    if terms is not None:
+        return _poisson_interval_direct(lower, upper, mu, terms)
+    # a wide interval (or bounds known only at run time): where the rate lies far above b
+    # (or far below a) the ratio forms cancel (at mu = 1e7 on {0..10} the mean came out
+    # 9.95 and the variance negative); there the pmf falls by half or more per step away
+    # from b (from a), so 64 terms from that end hold all of q to below 2^-63 of it
+    top = pt.ge(mu, 2.0 * (upper + 1.0))
+    bottom = pt.ge(lower + 1.0, 2.0 * mu) & ~top
+    end = top | bottom
+    near = _poisson_interval_direct(
+        lower,
+        upper,
+        mu,
+        _DIRECT_Q_TERMS,
+        start=pt.switch(top, pt.maximum(upper - (_DIRECT_Q_TERMS - 1), lower), lower),
+    )
+    mid = pt.switch(end, 0.5 * (lower + upper) + 0.5, mu)  # the ratio forms at a harmless rate
+    log_q = _log_poisson_interval(lower, upper, mid)
 
     def ratio(k):
-        return pt.exp(_log_poisson_pmf_safe(k, mu) - log_q)
+        return pt.exp(_log_poisson_pmf_safe(k, mid) - log_q)
 
     r1 = ratio(lower - 1.0) - ratio(upper)
     r2 = ratio(lower - 2.0) - ratio(lower - 1.0) + ratio(upper) - ratio(upper - 1.0)
-    mean = mu * (1.0 + r1)
-    var = mean + pt.sqr(mu) * (r2 - pt.sqr(r1))
-    return log_q, mean, var
+    mean = mid * (1.0 + r1)
+    var = mean + pt.sqr(mid) * (r2 - pt.sqr(r1))
+    return tuple(pt.switch(end, x, y) for x, y in zip(near, (log_q, mean, var), strict=True))
 
 
 def truncated_sum_laplace_logp(value, n, log_q, mean, var, scale):
