@@ -206,10 +206,13 @@ def worker_env(cache):
     # (pytensor.link.numba.cache.NUMBA_CACHE_PATH), so compiledir= alone leaves it warm
     env["PYTENSOR_FLAGS"] = f"base_compiledir={Path(cache) / 'pytensor'}"
     env["NUMBA_CACHE_DIR"] = str(Path(cache) / "numba")
-    # JAX's persistent compilation cache (XLA executables; jax only writes compiles that took
-    # longer than jax_persistent_cache_min_compile_time_secs, 1 s by default): what a numpyro
-    # user gets by setting this one variable; without it every process compiles again
+    # JAX's persistent compilation cache (XLA executables), kept for every compile: PyMC and
+    # numpyro evaluate the logp and its gradient once outside jit at initialisation, which
+    # compiles every primitive of the graph on its own (288 programs of ~60 ms each for the
+    # count model; jax's default only stores compiles of 1 s or more); what a numpyro user
+    # gets by setting these two variables; without them every process compiles again
     env["JAX_COMPILATION_CACHE_DIR"] = str(Path(cache) / "jax")
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     env["OMP_NUM_THREADS"] = "1"
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
