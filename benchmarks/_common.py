@@ -217,3 +217,22 @@ def worker_env(cache):
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def run_worker(script, spec: dict, env: dict):
+    """Run ``script --worker <spec as JSON>`` in a fresh process with ``env``: ``(result, None)``
+    with the JSON its last output line holds, or ``(None, stderr)`` if it failed."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, str(script), "--worker", json.dumps(spec)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if r.returncode:
+        return None, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1]), None

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -188,20 +187,12 @@ def worker(spec: dict) -> dict:
 def run_case(spec: dict, cache: Path) -> dict:
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
-    from _common import worker_env
+    from _common import run_worker, worker_env
 
-    env = worker_env(cache)
     t = time.perf_counter()
-    r = subprocess.run(
-        [sys.executable, __file__, "--worker", json.dumps(spec)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if r.returncode:
-        raise RuntimeError(f"{spec}: {r.stderr[-3000:]}")
-    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res, err = run_worker(__file__, spec, worker_env(cache))
+    if err is not None:
+        raise RuntimeError(f"{spec}: {err[-3000:]}")
     res["wall"] = time.perf_counter() - t
     return res
 

@@ -260,14 +260,20 @@ def _log_poisson_interval(lower, upper, mu):
 
 
 # where the truncation interval [a, b] holds at most this many integers (static bounds), the
-# moments are sums over it (_poisson_interval_direct): exact at any rate, and PyTensor
-# compiles them in a fraction of the time of the incomplete gamma functions and their
-# gradients (first logp + gradient call of a model from empty caches 21.5 -> ~12 CPU-s)
+# moments are sums over it (_poisson_interval_direct): exact at any rate, and PyTensor's
+# graph rewrites take less than half the time of the incomplete gamma functions and their
+# gradients (9.1 -> 3.9 CPU-s from empty caches; Numba's first call about the same:
+# benchmarks/results/cold_compile_parts.md)
 _DIRECT_Q_TERMS = 64
 
 
 def _static_values(x):
-    """The value of a constant tensor (through casts and dimension shuffles), else None."""
+    """The value of a constant tensor (through casts and dimension shuffles), else None.
+
+    Not :func:`pymc_dpnoise.math.noise.known_value`: that one also reads a shared variable's
+    current value, and bounds in ``pm.Data`` can be widened by ``set_data`` after the graph
+    sized its sum from them.
+    """
     from pytensor.graph.basic import Constant
     from pytensor.scalar import Cast
     from pytensor.tensor.elemwise import DimShuffle, Elemwise

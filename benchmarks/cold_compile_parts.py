@@ -1,0 +1,149 @@
+"""Where a cold start's compile time goes: single PyTensor ops and whole model graphs.
+
+Issue 24, point 1 (the numbers quoted in ``time_to_posterior.md``'s notes).  Every case is
+one **fresh process** with empty PyTensor and Numba caches (``worker_env``); CPU seconds of
+that process.
+
+``ops``     one PyTensor function per op under the default (Numba) backend: a full ``Sum``
+            of a (4, 49) matrix, of the same 196 values as a vector, and a 0-d -> 2-d
+            ``Alloc`` -- the ops the count kernels' old broadcasting put in a gradient.
+``models``  ``model.logp_dlogp_function()`` of a ``time_to_posterior`` model: the rewrites
+            (``compile``) and the first call (Numba's JIT of the graph), with the logp and
+            gradient at the initial point, so that two trees can be compared.
+
+Run: ``.venv/bin/python benchmarks/cold_compile_parts.py`` (``--tree DIR`` measures the package
+of another checkout, e.g. a ``git archive`` of an older commit, for the models; ``--label``
+names it in the table; ``--append`` keeps the rows of the last run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NAME = "cold_compile_parts"
+OPS = ("sum_2d", "sum_1d", "alloc_0d_to_2d")
+MODELS = ("counts", "truncated-sum")
+
+
+def cpu():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    return s.ru_utime + s.ru_stime
+
+
+def op_case(kind: str) -> dict:
+    import numpy as np
+    import pytensor
+    import pytensor.tensor as pt
+
+    if kind == "sum_2d":
+        x, val = pt.dmatrix("x"), np.ones((4, 49))
+        out = pt.sum(x)
+    elif kind == "sum_1d":
+        x, val = pt.dvector("x"), np.ones(196)
+        out = pt.sum(x)
+    else:
+        x, val = pt.dscalar("x"), 1.0
+        out = pt.alloc(x, 4, 49)
+    t0 = cpu()
+    f = pytensor.function([x], out)
+    t1 = cpu()
+    f(val)
+    t2 = cpu()
+    return {"compile": t1 - t0, "first_call": t2 - t1}
+
+
+def model_case(model: str) -> dict:
+    import numpy as np
+
+    sys.path.insert(0, str(HERE))
+    from time_to_posterior import build
+
+    m = build(model, True)
+    t0 = cpu()
+    f = m.logp_dlogp_function(ravel_inputs=True)
+    f.set_extra_values({})
+    t1 = cpu()
+    ip = m.initial_point()
+    x = np.concatenate([np.atleast_1d(ip[v.name]).ravel() for v in f._grad_vars])
+    logp, grad = f(x)
+    t2 = cpu()
+    return {
+        "compile": t1 - t0,
+        "first_call": t2 - t1,
+        "logp": float(logp),
+        "grad": [float(g) for g in np.ravel(grad)],
+    }
+
+
+def run(spec: dict, tree: Path | None) -> dict:
+    sys.path.insert(0, str(HERE))
+    from _common import run_worker, worker_env
+
+    with tempfile.TemporaryDirectory(prefix="ccp_") as cache:
+        env = worker_env(cache)
+        if tree is not None:
+            env["PYTHONPATH"] = str(tree) + ":" + env["PYTHONPATH"]
+        res, err = run_worker(__file__, spec, env)
+    return res if err is None else {"error": (err.strip().splitlines() or ["?"])[-1][:300]}
+
+
+def main():
+    sys.path.insert(0, str(HERE))
+    from _common import RESULTS, machine_info, md_table, write_results
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker")
+    ap.add_argument("--tree", type=Path, help="checkout whose package the models use")
+    ap.add_argument("--label", default="this tree")
+    ap.add_argument("--cases", default="ops,models")
+    ap.add_argument("--append", action="store_true")
+    args = ap.parse_args()
+    if args.worker:
+        spec = json.loads(args.worker)
+        res = op_case(spec["case"]) if spec["kind"] == "op" else model_case(spec["case"])
+        print(json.dumps(res))
+        return
+    t_start = time.perf_counter()
+    info = machine_info()
+    rows = []
+    if args.append and (RESULTS / f"{NAME}.json").exists():
+        rows = json.loads((RESULTS / f"{NAME}.json").read_text())["rows"]
+    cases = args.cases.split(",")
+    specs = [("op", c) for c in OPS if "ops" in cases]
+    specs += [("model", c) for c in MODELS if "models" in cases]
+    for kind, case in specs:
+        res = run({"kind": kind, "case": case}, args.tree if kind == "model" else None)
+        res.update(kind=kind, case=case, tree=args.label if kind == "model" else "-")
+        print(json.dumps(res), flush=True)
+        rows.append(res)
+    for r in rows:
+        r["value"] = (
+            f"logp {r['logp']:.10f}, grad {', '.join(f'{g:.8f}' for g in r['grad'])}"
+            if "logp" in r
+            else r.get("error", "")
+        )
+    cols = [
+        ("kind", "kind"),
+        ("case", "case"),
+        ("tree", "package"),
+        ("compile", "rewrites / build (CPU s)"),
+        ("first_call", "first call (CPU s)"),
+        ("value", "value at the initial point"),
+    ]
+    body = (
+        "# Cold compile parts: single ops and model graphs, empty caches\n\n"
+        "Each row: one fresh process with empty PyTensor and Numba caches, CPU seconds. "
+        "See the script's docstring.\n\n" + md_table(rows, cols)
+    )
+    write_results(NAME, info, body, {"rows": rows}, t_start)
+
+
+if __name__ == "__main__":
+    main()
