@@ -20,10 +20,11 @@ model a user would write for the same released data (the noise ignored):
 
 Each (model, variant, sampler, caches) is one **fresh process** that imports pymc and the
 package, builds the model and calls ``pm.sample(chains=2, cores=1, tune=1000, draws=1000)``
-(``nuts_sampler`` = pymc / nutpie / numpyro; numpyro with ``chain_method="sequential"``) so
+(``nuts_sampler`` = pymc / nutpie / numpyro, always passed: PyMC >= 6 picks nutpie when it is
+installed and ``nuts_sampler`` is not given; numpyro with ``chain_method="sequential"``) so
 that all the work is inside the measured process.  The reported number is that process's CPU
 seconds (user + sys, itself and its children, ``resource.getrusage``).  ``cold`` = empty
-``PYTENSOR_FLAGS=compiledir=`` and ``NUMBA_CACHE_DIR`` temp dirs; ``warm`` = the same process
+``PYTENSOR_FLAGS=base_compiledir=``, ``NUMBA_CACHE_DIR`` and JAX cache temp dirs; ``warm`` = the same process
 again with the dirs the cold one filled.  Noise-aware and naive of a cell run back to back
 (interleaved), so load changes hit both.
 
@@ -179,10 +180,10 @@ def worker(spec: dict) -> dict:
         progressbar=False,
         compute_convergence_checks=False,
     )
-    if spec["sampler"] != "pymc":
-        kw["nuts_sampler"] = spec["sampler"]
+    # always named: with nutpie installed PyMC >= 6 picks it when nuts_sampler is not given
+    kw["nuts_sampler"] = spec["sampler"]
     if spec["sampler"] == "numpyro":
-        kw["nuts_sampler_kwargs"] = {"chain_method": "sequential"}
+        kw["nuts"] = {"chain_method": "sequential"}
     with m:
         idata = pm.sample(**kw)
     c3 = cpu_now()

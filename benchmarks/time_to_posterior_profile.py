@@ -167,10 +167,10 @@ def worker(spec: dict) -> dict:
         compute_convergence_checks=False,
         discard_tuned_samples=False,  # keeps the warmup's step counts
     )
-    if spec["sampler"] != "pymc":
-        kw["nuts_sampler"] = spec["sampler"]
+    # always named: with nutpie installed PyMC >= 6 picks it when nuts_sampler is not given
+    kw["nuts_sampler"] = spec["sampler"]
     if spec["sampler"] == "numpyro":
-        kw["nuts_sampler_kwargs"] = {"chain_method": "sequential"}
+        kw["nuts"] = {"chain_method": "sequential"}
     with model:
         idata = pm.sample(**kw)
     out["sample"] = cpu_now() - c3

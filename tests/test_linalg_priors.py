@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from pymc_dpnoise.math._linalg import cholesky_inverse
+from pymc_dpnoise.math._linalg import cholesky_inverse, spd_inverse_logdet
 from pymc_dpnoise.math.sufficient import mvnormal_logp_chol
 from pymc_dpnoise.priors import scaled_lkj_cov
 
@@ -97,6 +97,57 @@ def test_mvnormal_gradient_wrt_covariance_matches_finite_differences(batch):
         for a, zz in zip(a0.reshape(-1, m, m), z.reshape(-1, m), strict=True)
     )
     assert abs(f(a0) - ref) <= 1e-12 * abs(ref)
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_spd_inverse_logdet_values_and_gradient(batch):
+    # value against NumPy, gradient of a weighted sum of C^-1 and log|C| against central
+    # differences of a symmetric C(A) = A A^T / m + diag(s)^2 built from parameters
+    rng = np.random.default_rng(4)
+    m = 5
+    a0 = rng.normal(size=(*batch, m, m))
+    s0 = rng.uniform(0.5, 2.0, size=m)
+    w = rng.normal(size=(m, m))
+    A = pt.tensor("A", shape=(None,) * (len(batch) + 2), dtype="float64")
+    s = pt.dvector("s")
+    cov = A @ pt.swapaxes(A, -1, -2) / m + pt.diag(pt.sqr(s))
+    inv, logdet, ok = spd_inverse_logdet(cov)
+    out = pt.sum(inv * w) + 0.7 * pt.sum(logdet)
+    fn = pytensor.function([A, s], [inv, logdet, ok, out, *pytensor.grad(out, [A, s])])
+    c0 = a0 @ np.swapaxes(a0, -1, -2) / m + np.diag(s0**2)
+    got_inv, got_logdet, got_ok, _, g_a, g_s = fn(a0, s0)
+    np.testing.assert_allclose(got_inv, np.linalg.inv(c0), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(got_logdet, np.linalg.slogdet(c0)[1], rtol=1e-13)
+    assert np.all(got_ok)
+
+    def f(a, sv):
+        return fn(a, sv)[3]
+
+    h = 1e-6
+    for x0, g, other in ((a0, g_a, "a"), (s0, g_s, "s")):
+        fd = np.zeros_like(x0)
+        for idx in np.ndindex(x0.shape):
+            e = np.zeros_like(x0)
+            e[idx] = h
+            args_p = (a0 + e, s0) if other == "a" else (a0, s0 + e)
+            args_m = (a0 - e, s0) if other == "a" else (a0, s0 - e)
+            fd[idx] = (f(*args_p) - f(*args_m)) / (2 * h)
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_spd_inverse_logdet_not_positive_definite():
+    # the identity's values where C is not positive definite, flagged, with a zero gradient
+    c = pt.dtensor3("c")
+    inv, logdet, ok = spd_inverse_logdet(c)
+    fn = pytensor.function([c], [inv, logdet, ok, pytensor.grad(pt.sum(inv) + pt.sum(logdet), c)])
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    bad = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and -1
+    got_inv, got_logdet, got_ok, g = fn(np.stack([good, bad]))
+    np.testing.assert_array_equal(got_ok, [True, False])
+    np.testing.assert_allclose(got_inv[0], np.linalg.inv(good), rtol=1e-14)
+    np.testing.assert_array_equal(got_inv[1], np.eye(2))
+    assert got_logdet[1] == 0.0
+    assert np.all(np.isfinite(g)) and np.all(g[1] == 0.0) and np.any(g[0] != 0.0)
 
 
 # ---------------------------------------------------------------------------- scaled LKJ

@@ -33,6 +33,7 @@ from .._validation import (
     constant_value,
 )
 from ..math import regression as rmath
+from ..math._linalg import spd_inverse_logdet
 from ._common import (
     _all_finite,
     _check_observed,
@@ -529,10 +530,9 @@ class PerturbedLinRegSummary(_NoImputeContinuous):
 
     def logp(value, theta, sigma, cov, sigma_x, sigma_y, n):
         c = rmath.perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y)
-        chol, ok = rmath._safe_cholesky(c)
-        prec = rmath._inverse_from_chol(chol)
+        prec, logdet, ok = spd_inverse_logdet(c)
         m = pt.cast(c.shape[-1], "float64")
-        res = -0.5 * (n * (m * np.log(2 * np.pi) + rmath._logdet_from_chol(chol)))
+        res = -0.5 * (n * (m * np.log(2 * np.pi) + logdet))
         res = res - 0.5 * pt.sum(prec * value)
         return check_parameters(
             res,

@@ -28,7 +28,7 @@ from pytensor.tensor.blockwise import Blockwise
 
 from .._jax_dispatch import when_jax_dispatch_loads
 
-__all__ = ["cholesky_inverse"]
+__all__ = ["cholesky_inverse", "spd_inverse_logdet"]
 
 
 class CholeskyInverse(Op):
@@ -79,6 +79,62 @@ class CholeskyInverse(Op):
 
 cholesky_inverse = Blockwise(CholeskyInverse())
 """Batched :class:`CholeskyInverse`: ``cholesky_inverse(L)`` is ``(L Lᵀ)⁻¹`` over leading axes."""
+
+
+def _spd_forward(cov):
+    m = cov.shape[-1]
+    chol = pt.linalg.cholesky(cov, lower=True, on_error="nan")
+    ok = pt.all(pt.isfinite(chol), axis=(-2, -1))
+    eye = pt.eye(m, dtype="float64")
+    # where C is not positive definite: the factor of the identity ("double where": the
+    # masked value and its gradient stay finite)
+    chol = pt.switch(ok[..., None, None], chol, eye)
+    inv = cholesky_inverse(chol)
+    logdet = 2.0 * pt.sum(pt.log(pt.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    return [inv, logdet, ok]
+
+
+def _spd_pullback(inputs, outputs, cotangents):
+    # P = C⁻¹: dP = -P dC P, so C̄ = -Pᵀ P̄ Pᵀ = -P P̄ P (P symmetric); d log|C| = tr(P dC), so
+    # C̄ = ḡ Pᵀ = ḡ P.  Zero where C is not positive definite (the identity's values were used).
+    from pytensor.gradient import DisconnectedType
+
+    inv, _, ok = outputs
+    g_inv, g_logdet, _ = cotangents
+    g = pt.zeros_like(inv)
+    if not isinstance(g_inv.type, DisconnectedType):
+        g = g - pt.matmul(pt.matmul(inv, g_inv), inv)
+    if not isinstance(g_logdet.type, DisconnectedType):
+        g = g + g_logdet[..., None, None] * inv
+    return [pt.switch(ok[..., None, None], g, 0.0)]
+
+
+def spd_inverse_logdet(cov):
+    r"""``(C⁻¹, log|C|, ok)`` of symmetric positive definite matrices ``cov`` (shape ``(..., m, m)``).
+
+    One Cholesky factorisation, then LAPACK ``potri`` (:data:`cholesky_inverse`) for the
+    inverse and twice the summed log diagonal of the factor for the log determinant.  ``ok``
+    flags a numerically positive definite ``C``; where it is False the values are those of
+    the identity (inverse I, log determinant 0), to be masked by the caller, and the gradient
+    is zero.
+
+    The gradient is written out rather than differentiated through the factorisation:
+    :math:`ar C = -P ar P P + ar g\, P` with :math:`P = C^{-1}` -- the derivative of the
+    inverse and of :math:`\log|C|` for a general (not only symmetric) argument, so a ``C``
+    built from parameters gets the same gradient as through the factor.  It needs two matrix
+    products and no further solve, which is also what keeps the compiled graph small (the
+    Cholesky gradient is a graph of triangular solves, diagonal extractions and scatters,
+    each compiled separately by the Numba backend).
+    """
+    from pytensor.compile.builders import OpFromGraph
+
+    cov = pt.as_tensor_variable(cov)
+    if cov.dtype != "float64":
+        cov = pt.cast(cov, "float64")
+    c_in = cov.type()
+    op = OpFromGraph([c_in], _spd_forward(c_in), inline=True, pullback=_spd_pullback)
+    inv, logdet, ok = op(cov)
+    return inv, logdet, ok
 
 
 def _register_jax():

@@ -638,7 +638,7 @@ def perturbed_logreg_summary_logp(value, theta, cov, sigma_x, epsilon, tol, d: i
     """
     import pytensor.tensor as pt
 
-    from .regression import _inverse_from_chol, _logdet_from_chol, _safe_cholesky
+    from ._linalg import spd_inverse_logdet
 
     vec = pt.as_tensor_variable(value).astype("float64")
     if not isinstance(tol, pt.TensorVariable):
@@ -649,9 +649,8 @@ def perturbed_logreg_summary_logp(value, theta, cov, sigma_x, epsilon, tol, d: i
     sx2 = pt.sqr(pt.as_tensor_variable(sigma_x).astype("float64")) * pt.ones((d,))
     n = p["n"]
     sz = cov + pt.diag(sx2)
-    L, ok = _safe_cholesky(sz)
-    P = _inverse_from_chol(L)
-    gauss = -0.5 * (n * (d * np.log(2 * np.pi) + _logdet_from_chol(L)) + pt.sum(P * p["scatter"]))
+    P, logdet, ok = spd_inverse_logdet(sz)
+    gauss = -0.5 * (n * (d * np.log(2 * np.pi) + logdet) + pt.sum(P * p["scatter"]))
     beta = pt.dot(P, pt.dot(cov, theta))
     v = pt.maximum(pt.sum(beta * sx2 * theta), 0.0)
     delta = beta - p["beta0"]

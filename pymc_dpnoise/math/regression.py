@@ -73,6 +73,8 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
 
+from ._linalg import spd_inverse_logdet
+
 __all__ = [
     "chebyshev_sigmoid_coefficients",
     "chebyshev_sigmoid_monomials",
@@ -101,35 +103,8 @@ def _as_f64(x):
 
 
 # --------------------------------------------------------------------------------------------
-# Gaussian log densities via Cholesky
+# Gaussian log densities (C⁻¹ and log|C| from one Cholesky factor: ._linalg)
 # --------------------------------------------------------------------------------------------
-
-
-def _safe_cholesky(C):
-    """Lower Cholesky factor of C and a flag "C is positive definite".
-
-    Where C is not positive definite the factor of the identity is returned instead, so that
-    the (masked) log density and its gradient stay finite ("double where", REFERENCE §5).
-    """
-    m = C.shape[-1]
-    L0 = pt.linalg.cholesky(C, lower=True, on_error="nan")
-    ok = pt.all(pt.isfinite(L0), axis=(-2, -1))
-    eye = pt.eye(m, dtype="float64")
-    C_safe = pt.switch(ok[..., None, None], C, eye)
-    return pt.linalg.cholesky(C_safe, lower=True, on_error="nan"), ok
-
-
-def _logdet_from_chol(L):
-    return 2.0 * pt.sum(pt.log(pt.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
-
-
-def _inverse_from_chol(L):
-    m = L.shape[-1]
-    eye = pt.eye(m, dtype="float64")
-    if L.ndim > 2:
-        eye = pt.broadcast_to(eye, L.shape)
-    Linv = pt.linalg.solve_triangular(L, eye, lower=True)
-    return pt.matrix_transpose(Linv) @ Linv
 
 
 def _row_quadratic_forms(W, P):
@@ -158,10 +133,8 @@ def mvnormal_rows_logp(W, C):
     W = _as_f64(W)
     C = _as_f64(C)
     m = C.shape[-1]
-    L, ok = _safe_cholesky(C)
-    P = _inverse_from_chol(L)
+    P, logdet, ok = spd_inverse_logdet(C)
     q = _row_quadratic_forms(W, P)
-    logdet = _logdet_from_chol(L)
     return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet + q), ok
 
 
@@ -190,16 +163,25 @@ def perturbed_linreg_cov(theta, sigma, cov, sigma_x, sigma_y):
     """
     theta, sigma, cov, sigma_y = map(_as_f64, (theta, sigma, cov, sigma_y))
     sigma_x = _sigma_x_vector(sigma_x, theta)
-    sxx = cov + pt.sqr(sigma_x)[..., None, :] * pt.eye(cov.shape[-1], dtype="float64")
-    c = pt.sum(cov * theta[..., None, :], axis=-1)  # cov @ theta
+    d = cov.shape[-1]
+    # The blocks are placed by padding only what does not depend on theta or sigma (cov and
+    # sigma_x, usually constants, folded at compile time) and by broadcasting against the
+    # one-hot vector e_y of the last coordinate: no concatenation of parameters, whose
+    # gradient (a split) is compiled separately by the Numba backend for every shape.
+    cov_rows = pt.concatenate([cov, pt.zeros_like(cov[..., :1, :])], axis=-2)  # [Σ; 0]
+    sx2 = pt.concatenate([pt.sqr(sigma_x), pt.zeros_like(sigma_x[..., :1])], axis=-1)
+    sxx = pt.concatenate([cov_rows, pt.zeros_like(cov_rows[..., :1])], axis=-1)
+    sxx = sxx + sx2[..., None, :] * pt.eye(d + 1, dtype="float64")
+    c_pad = pt.sum(cov_rows * theta[..., None, :], axis=-1)  # [Σθ; 0]
+    c = pt.sum(cov * theta[..., None, :], axis=-1)  # Σθ
     vyy = pt.sum(theta * c, axis=-1) + pt.sqr(sigma) + pt.sqr(sigma_y)
-    zero = pt.zeros_like(sxx[..., 0, 0] + c[..., 0] + vyy)  # common batch shape
-    sxx = sxx + zero[..., None, None]
-    c = c + zero[..., None]
-    vyy = vyy + zero
-    top = pt.concatenate([sxx, c[..., :, None]], axis=-1)
-    bottom = pt.concatenate([c[..., None, :], vyy[..., None, None]], axis=-1)
-    return pt.concatenate([top, bottom], axis=-2)
+    e_y = pt.cast(pt.eq(pt.arange(d + 1), d), "float64")
+    return (
+        sxx
+        + c_pad[..., :, None] * e_y
+        + e_y[:, None] * c_pad[..., None, :]
+        + vyy[..., None, None] * (e_y[:, None] * e_y)
+    )
 
 
 def perturbed_linreg_logp(value, theta, sigma, cov, sigma_x, sigma_y):
@@ -369,9 +351,8 @@ def _logreg_moments(theta, cov, sigma_x):
     sigma_x = _sigma_x_vector(sigma_x, theta)
     sx2 = pt.sqr(sigma_x)
     sz = cov + sx2[..., None, :] * pt.eye(cov.shape[-1], dtype="float64")
-    L, ok = _safe_cholesky(sz)
+    P, _, ok = spd_inverse_logdet(sz)
     c = pt.sum(cov * theta[..., None, :], axis=-1)  # Σθ
-    P = _inverse_from_chol(L)
     beta = pt.sum(P * c[..., None, :], axis=-1)  # (Σ+Σ*)^{-1} Σθ, so θᵀh = z_xᵀβ
     # θᵀAθ with A = Σ(Σ+Σ*)^{-1}Σ*: no cancellation, >= 0 up to rounding
     v = pt.maximum(pt.sum(beta * sx2 * theta, axis=-1), 0.0)
