@@ -36,6 +36,27 @@ def constant_value(x, name: str | None = None):
     return None
 
 
+def static_value(x):
+    """The value of a constant tensor (through casts and dimension shuffles), else None.
+
+    Unlike :func:`constant_value` this never reads a shared variable: data in ``pm.Data`` can
+    be replaced by ``set_data`` after a graph was specialised to its current value.
+    """
+    import pytensor.tensor as pt
+    from pytensor.scalar import Cast
+    from pytensor.tensor.elemwise import DimShuffle, Elemwise
+
+    x = pt.as_tensor_variable(x)
+    while x.owner is not None and (
+        isinstance(x.owner.op, DimShuffle)
+        or (isinstance(x.owner.op, Elemwise) and isinstance(x.owner.op.scalar_op, Cast))
+    ):
+        x = x.owner.inputs[0]
+    if isinstance(x, Constant):
+        return np.asarray(x.data)
+    return None
+
+
 def check_required(**params) -> None:
     """Raise ``TypeError`` naming each parameter that is ``None`` (it would become NaN)."""
     for name, value in params.items():

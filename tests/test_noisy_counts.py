@@ -18,6 +18,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from noisy_counts_reference import count_logcdf, count_logp, noise_logcdf, noise_logpmf
+from pytensor.scan.op import Scan
 from scipy import stats
 
 import pymc_dpnoise as pmd
@@ -548,6 +549,33 @@ def test_out_of_support_values():
         ).eval()
     ).sum()
     np.testing.assert_allclose(total, 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "observed",
+    [[3.0, 60.0, 1490.0], [0.0, 60.0, 1490.0], [3.0, 60.0, 5000.0], [0.0, 60.0, 5000.0]],
+)
+def test_constant_data_leaves_out_the_clamp_branches_no_value_takes(observed):
+    """Constant observed data that never sits on a clamp bound builds no censored branch;
+    the logp and its gradient equal those of the full graph (the same data in ``pm.Data``,
+    which ``set_data`` may change, so that graph keeps every branch)."""
+    spec = noise.DiscreteGaussian([1.0, 4.0, 9.0])
+    n = [10, 200, 5000]
+    fns, scans = [], []
+    for shared in (False, True):
+        with pm.Model() as m:
+            p = pm.Beta("p", 2, 3, shape=3)
+            obs = pm.Data("obs", np.array(observed)) if shared else np.array(observed)
+            pmd.NoisyBinomial("y", n=n, p=p, noise=spec, lower=0, upper=n, observed=obs)
+        lp = m.logp()
+        scans.append(sum(isinstance(v.owner.op, Scan) for v in
+                         pytensor.graph.traversal.ancestors([lp]) if v.owner))  # fmt: skip
+        fns.append(m.compile_fn([lp, *pytensor.grad(lp, m.value_vars)], mode="FAST_COMPILE"))
+    point = {"p_logodds__": np.array([-1.0, 0.2, 0.7])}
+    for a, b in zip(fns[0](point), fns[1](point), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-13)
+    both_bounds_hit = 0.0 in observed and 5000.0 in observed
+    assert (scans[0] == scans[1]) if both_bounds_hit else (scans[0] < scans[1])
 
 
 def test_per_release_noise_and_shapes():

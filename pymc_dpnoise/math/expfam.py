@@ -27,6 +27,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 
+from .._validation import static_value
 from ._special import log_poisson_cdf_ratio, log_poisson_pmf
 
 __all__ = [
@@ -267,28 +268,6 @@ def _log_poisson_interval(lower, upper, mu):
 _DIRECT_Q_TERMS = 64
 
 
-def _static_values(x):
-    """The value of a constant tensor (through casts and dimension shuffles), else None.
-
-    Not :func:`pymc_dpnoise.math.noise.known_value`: that one also reads a shared variable's
-    current value, and bounds in ``pm.Data`` can be widened by ``set_data`` after the graph
-    sized its sum from them.
-    """
-    from pytensor.graph.basic import Constant
-    from pytensor.scalar import Cast
-    from pytensor.tensor.elemwise import DimShuffle, Elemwise
-
-    x = pt.as_tensor_variable(x)
-    while x.owner is not None and (
-        isinstance(x.owner.op, DimShuffle)
-        or (isinstance(x.owner.op, Elemwise) and isinstance(x.owner.op.scalar_op, Cast))
-    ):
-        x = x.owner.inputs[0]
-    if isinstance(x, Constant):
-        return np.asarray(x.data)
-    return None
-
-
 def _poisson_interval_direct(lower, upper, mu, terms, start=None):
     r"""``(log q, mean, var)`` of Poisson(mu) truncated to {a, ..., b}, as weighted sums over
     the ``terms`` integers from ``start`` (default a) that lie in [a, b]: exact when
@@ -322,7 +301,7 @@ def _poisson_interval_direct(lower, upper, mu, terms, start=None):
 def _static_width(lower, upper):
     """``max(upper - lower) + 1`` where both bounds are constants (else None): how many
     integers the widest truncation interval holds."""
-    lo_v, hi_v = _static_values(lower), _static_values(upper)
+    lo_v, hi_v = static_value(lower), static_value(upper)
     if lo_v is None or hi_v is None or not lo_v.size or not hi_v.size:
         return None
     d = np.asarray(hi_v, dtype=float) - np.asarray(lo_v, dtype=float)

@@ -130,7 +130,7 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 from pytensor.graph.basic import Variable
 
-from .._validation import constant_value
+from .._validation import constant_value, static_value
 from . import counts as cm
 from ._laplace_cdf import split_log_cdfs
 from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
@@ -895,12 +895,23 @@ def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
     hi = _f64(np.inf if upper is None else upper)
     inside = logp_fn(pt.clip(y, pt.maximum(lo, -_HUGE), pt.minimum(hi, _HUGE)))
     res = inside
-    if upper is not None:
+    # Observed data and bounds that are constants: a branch no value takes is left out of
+    # the graph (same value and gradient; the censored branch is most of the graph, and
+    # its construction, rewrites and compilation are most of a model's first-run cost).
+    y_v, lo_v, hi_v = static_value(y), static_value(lo), static_value(hi)
+    known = y_v is not None and lo_v is not None and hi_v is not None
+
+    def taken(mask):
+        return not known or bool(np.any(mask))
+
+    if upper is not None and taken(y_v == hi_v if known else None):
         safe_hi = _finite_or_zero(hi) - (1.0 if kind in DISCRETE else 0.0)
         res = pt.switch(pt.eq(y, hi), log_cdfs_fn(safe_hi)[1], res)
-    if lower is not None:
+    if lower is not None and taken(y_v == lo_v if known else None):
         res = pt.switch(pt.eq(y, lo), log_cdfs_fn(_finite_or_zero(lo))[0], res)
-    return pt.switch((y < lo) | (y > hi), -np.inf, res)
+    if taken((y_v < lo_v) | (y_v > hi_v) if known else None):
+        res = pt.switch((y < lo) | (y > hi), -np.inf, res)
+    return res
 
 
 def _clamped_log_cdfs(value, lower, upper, log_cdfs_fn):
