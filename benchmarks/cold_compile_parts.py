@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 NAME = "cold_compile_parts"
 OPS = ("sum_2d", "sum_1d", "alloc_0d_to_2d")
-MODELS = ("counts", "truncated-sum")
+MODELS = ("counts", "truncated-sum", "regression")
 
 
 def cpu():
