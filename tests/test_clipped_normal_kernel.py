@@ -75,7 +75,7 @@ def test_linear_form_matches_log_space_graph(dense):
         al, be = (a[i] - mu[i]) / sigma[i], (b[i] - mu[i]) / sigma[i]
         lin = _linear_params(al, be, kap, eps[i])
         v, g_mu, g_sigma = _inside_linear(
-            z[i], a[i], s, sigma[i], kap, (z[i] - mu[i]) / sigma[i], lin
+            z[i], a[i], 1.0 / s, 1.0 / sigma[i], kap, (z[i] - mu[i]) * (1.0 / sigma[i]), lin
         )
         out[:, i] = v - math.log(2.0 * s), g_mu, g_sigma
     ref = dense(z, mu, sigma, a, b, eps)
@@ -102,10 +102,10 @@ def test_kernel_takes_the_linear_form_inside_the_region_only(dense):
         v, g_mu, g_sigma = _inside_linear(
             z[i],
             a[i],
-            s,
-            sigma[i],
+            1.0 / s,
+            1.0 / sigma[i],
             kap,
-            (z[i] - mu[i]) / sigma[i],
+            (z[i] - mu[i]) * (1.0 / sigma[i]),
             _linear_params(al, be, kap, eps[i]),
         )
         assert (lp[i], dmu[i], dsig[i]) == (v - math.log(2.0 * s), g_mu, g_sigma)

@@ -16,7 +16,15 @@ Used when the reports, the bounds and ε are constants (observed data: PyMC's
 ``get_jaxified_logp`` makes data constants): the reports are split at trace time into those
 inside the interval and those outside, the parameter-only terms are computed once on the
 length-1 (or per-report) parameter arrays, and reports outside the interval cost one affine
-function each.  The log density is a ``jax.custom_jvp`` function of (μ, σ) whose JVP is the
+function each.  With one parameter set in the linear-space region the bounds' own values come
+from the linear-space form too (the two bounds appended to the reports inside: a report
+outside is its bound's log density minus its distance over s, with the bound's derivatives),
+so that branch computes none of the log-space parameter terms: README model, jitted
+``value_and_grad`` of the jaxified logp, 485 -> 379 µs per call (naive model: 121 µs), one
+quiet run each.  The returned function is ``jax.jit``-ed, so that the several traces of the
+model's log density a sampler makes (initial point, warm-up, sampling) trace the kernel once:
+``pm.sample(nuts_sampler="numpyro")`` of the README model spent 1.76 CPU-s tracing it four
+times, with warm caches.  The log density is a ``jax.custom_jvp`` function of (μ, σ) whose JVP is the
 closed-form :math:`\partial/\partial\mu`, :math:`\partial/\partial\sigma`, so that a JAX
 sampler differentiating the model's log density gets those instead of differentiating the
 formulas.
@@ -212,6 +220,14 @@ def _params(mu, sigma, a, b, eps):
     return lax.optimization_barrier(terms)
 
 
+def _scalars(mu, sigma, a, b, eps):
+    """s, kappa, alpha, beta and log 2s: what the linear-space form needs of :func:`_params`."""
+    s = (b - a) / eps
+    return dict(
+        s=s, kap=sigma / s, al=(a - mu) / sigma, be=(b - mu) / sigma, log_2s=jnp.log(2.0 * s)
+    )
+
+
 def _inside(z, mu, sigma, a, b, q):
     """log p, d/dmu, d/dsigma for reports a < z < b (``q``: :func:`_params` at theirs)."""
     kap, al, be, s, r = q["kap"], q["al"], q["be"], q["s"], q["r"]
@@ -305,36 +321,55 @@ def kernel(z, lower, upper, epsilon, grad):
     inv = np.argsort(perm, kind="stable")
     identity = bool(np.array_equal(perm, np.arange(n)))
 
+    z_in, z_out = z[idx_in], z[idx_out]
+    dist_out = np.where(left, a_n[idx_out] - z_out, z_out - b_n[idx_out])
+
+    def _log_space(mu, sigma, a, b, eps, take):
+        """(inside, outside) parts by the log-space forms (any parameters)."""
+        q = _params(mu, sigma, a, b, eps)
+        res_in = res_out = None
+        if idx_in.size:
+            qi = jax.tree.map(lambda x: take(x, idx_in), q)
+            at = [take(x, idx_in) for x in (mu, sigma, a, b)]
+            res_in = _inside(z_in, *at, qi)
+        if idx_out.size:
+            qo = jax.tree.map(lambda x: take(x, idx_out), q)
+            res_out = _outside(z_out, take(a, idx_out), take(b, idx_out), qo, left)
+        return res_in, res_out
+
+    def _linear_all(mu, sigma, a, b, eps):
+        """(inside, outside) parts by the linear-space form, one parameter set: the reports
+        inside and the two bounds in one vector; a report outside is its bound's value minus
+        its distance over s (same derivatives)."""
+        zx = np.concatenate([z_in, [a[0], b[0]]])
+        q = _scalars(mu, sigma, a, b, eps)
+        lp, dmu, dsig = _inside_linear(zx, mu, sigma, a, eps, q)
+        res_in = (lp[:-2], dmu[:-2], dsig[:-2]) if idx_in.size else None
+        res_out = None
+        if idx_out.size:
+            res_out = tuple(jnp.where(left, x[-2], x[-1]) for x in (lp, dmu, dsig))
+            res_out = (res_out[0] - dist_out / q["s"],) + res_out[1:]
+        return res_in, res_out
+
     def full(mu, sigma):
         size = max(x.shape[0] for x in (mu, sigma, lower, upper, epsilon))
         a, b, eps = (np.broadcast_to(x, (size,)) for x in (lower, upper, epsilon))
         mu, sigma = (jnp.broadcast_to(x, (size,)) for x in (mu, sigma))
-        q = _params(mu, sigma, a, b, eps)
 
         def take(x, idx):
             return x if size == 1 else x[..., idx]
 
-        parts = []
-        if idx_in.size:
-            qi = jax.tree.map(lambda x: take(x, idx_in), q)
-            at = [take(x, idx_in) for x in (mu, sigma, a, b)]
-            if size == 1:
-                # one parameter set: the linear-space form where it applies (lax.cond runs
-                # one branch), else the log-space form
-                zin = z[idx_in]
-                res = lax.cond(
-                    _fast_ok(eps, q)[0],
-                    lambda: _inside_linear(zin, mu, sigma, a, eps, q),
-                    lambda: _inside(zin, *at, qi),
-                )
-            else:
-                res = _inside(z[idx_in], *at, qi)
-            parts.append((idx_in.size, res))
-        if idx_out.size:
-            qo = jax.tree.map(lambda x: take(x, idx_out), q)
-            parts.append(
-                (idx_out.size, _outside(z[idx_out], take(a, idx_out), take(b, idx_out), qo, left))
+        if size == 1:
+            # one parameter set: under ``lax.cond`` (which runs one branch) either the
+            # linear-space form for every report, or the log-space forms
+            res = lax.cond(
+                _fast_ok(eps, _scalars(mu, sigma, a, b, eps))[0],
+                lambda: _linear_all(mu, sigma, a, b, eps),
+                lambda: _log_space(mu, sigma, a, b, eps, take),
             )
+        else:
+            res = _log_space(mu, sigma, a, b, eps, take)
+        parts = [(m, r) for m, r in zip((idx_in.size, idx_out.size), res, strict=True) if m]
         out = []
         for k in range(3):
             pieces = [jnp.broadcast_to(res[k], (m,)) for m, res in parts]
@@ -352,12 +387,14 @@ def kernel(z, lower, upper, epsilon, grad):
         t_mu, t_sigma = tangents
         return lp, dmu * t_mu + dsig * t_sigma
 
+    # jitted: a sampler traces the model's log density several times (initialisation,
+    # warm-up, sampling), and each trace of the jitted kernel after the first is a cache hit
     if not grad:
-        return logp
+        return jax.jit(logp)
 
     def with_derivatives(mu, sigma):
         # the derivative outputs are not differentiated further (as in the dense fallback)
         _, dmu, dsig = full(lax.stop_gradient(mu), lax.stop_gradient(sigma))
         return logp(mu, sigma), dmu, dsig
 
-    return with_derivatives
+    return jax.jit(with_derivatives)

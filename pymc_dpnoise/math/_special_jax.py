@@ -259,4 +259,7 @@ def differentiable(kind):
         r = kernel(*primals)
         return r, _derivative(kind, primals, r) * tangents[-1]
 
-    return f
+    # jitted: PyMC evaluates the jaxified model log density once without ``jit`` (the
+    # initial point check of ``pm.sample(nuts_sampler="numpyro")``), where each primitive
+    # of an unjitted kernel is compiled on its own (~40 programs for the count model)
+    return jax.jit(f)
