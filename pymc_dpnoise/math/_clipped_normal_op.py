@@ -85,11 +85,10 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.rewriting.basic import register_canonicalize
 
 from .._jax_dispatch import when_jax_dispatch_loads
+from ._op_support import register_numba_kernel, register_shared_kernel
 
 _njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
 
@@ -456,9 +455,9 @@ class ClippedNormalLaplaceOp(Op):
     Inputs ``(z, mu, sigma, lower, upper, epsilon)``: float64 vectors, z of length n, each
     parameter of length n or of static length 1 (one value for every report).  The value op's
     gradient applies the ``grad=True`` op to the same inputs; a rewrite
-    (:func:`_share_kernel`) then takes the value from that op, so that a logp + gradient
-    function runs the kernel once, while a logp-only graph (e.g. the one a JAX sampler
-    differentiates itself) carries no derivative work.
+    (:func:`~pymc_dpnoise.math._op_support.register_shared_kernel`) then takes the value from
+    that op, so that a logp + gradient function runs the kernel once, while a logp-only graph
+    (e.g. the one a JAX sampler differentiates itself) carries no derivative work.
     """
 
     __props__ = ("grad",)
@@ -546,39 +545,11 @@ def _clipped_normal_value(z, mu, sigma, lower, upper, epsilon):
     return _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon)[0]
 
 
-@register_canonicalize
-@node_rewriter([ClippedNormalLaplaceOp])
-def _share_kernel(fgraph, node):
-    """The value op's output from a derivative op on the same inputs, when there is one."""
-    if node.op.grad:
-        return None
-    for client, _ in fgraph.clients[node.inputs[0]]:
-        if (
-            client is not node
-            and isinstance(client.op, ClippedNormalLaplaceOp)
-            and client.op.grad
-            and list(client.inputs) == list(node.inputs)
-        ):
-            return [client.outputs[0]]
-    return None
+register_shared_kernel(ClippedNormalLaplaceOp)
 
 
-def _register_numba():
-    try:
-        from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-    except ImportError:  # pragma: no cover
-        return False
-
-    import hashlib
-    from pathlib import Path
-
-    version = int(hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12], 16)
-
-    @register_funcify_default_op_cache_key(ClippedNormalLaplaceOp)
-    def _numba_clipped_normal(op, node, **kwargs):
-        return (_clipped_normal_kernel if op.grad else _clipped_normal_value), version
-
-    return True
+def _numba_clipped_normal(op, node):
+    return _clipped_normal_kernel if op.grad else _clipped_normal_value
 
 
 def _register_jax():
@@ -663,5 +634,5 @@ def _register_jax():
     return True
 
 
-_NUMBA_REGISTERED = _register_numba()
+_NUMBA_REGISTERED = register_numba_kernel(ClippedNormalLaplaceOp, __file__, _numba_clipped_normal)
 when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users

@@ -56,6 +56,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 from .._jax_dispatch import when_jax_dispatch_loads
+from ._op_support import register_numba_kernel
 
 __all__ = [
     "log_binom_cdf_ratio",
@@ -473,25 +474,6 @@ def log_poisson_cdf_ratio(k, log_mu, upper=False):
 # ---------------------------------------------------------------------------------------------
 
 
-def _register_numba():
-    try:
-        from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-    except ImportError:  # pragma: no cover
-        return False
-
-    import hashlib
-    from pathlib import Path
-
-    # PyTensor caches compiled graphs by op type and props: key them on the kernels' source too
-    version = int(hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12], 16)
-
-    @register_funcify_default_op_cache_key(_CountsOp)
-    def _numba_counts(op, node, **kwargs):
-        return op.kernel(), version
-
-    return True
-
-
 def _register_jax():
     try:
         from pytensor.link.jax.dispatch import jax_funcify
@@ -507,5 +489,5 @@ def _register_jax():
     return True
 
 
-_NUMBA_REGISTERED = _register_numba()
+_NUMBA_REGISTERED = register_numba_kernel(_CountsOp, __file__, lambda op, node: op.kernel())
 when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users
