@@ -234,28 +234,16 @@ class CountWindowOp(Op):
 
     def dense(self, y, hi, lpar, sigma):
         """The same window sum as a PyTensor graph (:mod:`~pymc_dpnoise.math.noisy_counts`'s
-        ``_argmax`` and ``_window``)."""
-        from . import noisy_counts as nc
+        bisection ``scan`` and window, which that module registers in :data:`DENSE_GRAPH`)."""
+        if DENSE_GRAPH is None:  # pragma: no cover - noisy_counts imports this module
+            raise RuntimeError("import pymc_dpnoise.math.noisy_counts first")
+        return DENSE_GRAPH(self, *pt.broadcast_arrays(y, hi, lpar, sigma))
 
-        args = pt.broadcast_arrays(y, hi, lpar, sigma)
-        y, hi, lpar, sigma = args
-        if self.family == "binomial":
-            fam = nc._Binomial(hi, lpar, None)
-        else:
-            fam = nc._Poisson(lpar)
-        ef, ey, es = fam.expand(), nc._e(y), nc._e(sigma)
 
-        def term(s):
-            return ef.log_pmf(s) - 0.5 * ((ey - s) / es) ** 2
-
-        def diff(s, f, y, sigma):
-            return f.log_ratio(s) + (2.0 * (y - s) - 1.0) / (2.0 * sigma**2)
-
-        mode = fam.mode()
-        a = pt.clip(pt.minimum(mode, pt.floor(y)), fam.lo, fam.hi)
-        b = pt.clip(pt.maximum(mode, pt.ceil(y)), fam.lo, fam.hi)
-        c = nc._argmax(diff, a, b, self.iters, fam, y, sigma)
-        return nc._window(term, c, fam.lo, fam.hi, self.half_width)
+#: ``DENSE_GRAPH(op, y, hi, lpar, sigma)``: the graph of the window sum, set by
+#: :mod:`~pymc_dpnoise.math.noisy_counts`, which owns those formulas (this module does not
+#: import it back)
+DENSE_GRAPH = None
 
 
 def count_window_logsumexp(family, y, hi, lpar, sigma, half_width, iters):

@@ -138,6 +138,7 @@ from pytensor.gradient import disconnected_grad
 from pytensor.graph.basic import Variable
 
 from .._validation import constant_value, static_value
+from . import _count_window
 from . import counts as cm
 from ._count_window import count_window_logsumexp
 from ._laplace_cdf import split_log_cdfs
@@ -512,6 +513,27 @@ def _gauss_log_density(x, sigma, kind):
         return base - pt.log(sigma) - _LOG_SQRT_2PI
     return base - log_z_discrete_gaussian(sigma)
 
+
+def _window_dense(op, y, hi, lpar, sigma):
+    """The window sum of :class:`~pymc_dpnoise.math._count_window.CountWindowOp` as this
+    module's graph (inputs broadcast to one shape)."""
+    fam = _Binomial(hi, lpar, None) if op.family == "binomial" else _Poisson(lpar)
+    ef, ey, es = fam.expand(), _e(y), _e(sigma)
+
+    def term(s):
+        return ef.log_pmf(s) - 0.5 * ((ey - s) / es) ** 2
+
+    def diff(s, f, y, sigma):
+        return f.log_ratio(s) + (2.0 * (y - s) - 1.0) / (2.0 * sigma**2)
+
+    mode = fam.mode()
+    a = pt.clip(pt.minimum(mode, pt.floor(y)), fam.lo, fam.hi)
+    b = pt.clip(pt.maximum(mode, pt.ceil(y)), fam.lo, fam.hi)
+    c = _argmax(diff, a, b, op.iters, fam, y, sigma)
+    return _window(term, c, fam.lo, fam.hi, op.half_width)
+
+
+_count_window.DENSE_GRAPH = _window_dense
 
 #: whether :func:`_gauss_logp` sums its window with :mod:`._count_window`'s kernel (``False``:
 #: the PyTensor graph of the same formulas; the tests compare the two)
