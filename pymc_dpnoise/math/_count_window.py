@@ -41,11 +41,9 @@ import numba
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type
-from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from .._jax_dispatch import when_jax_dispatch_loads
-from ._op_support import register_numba_kernel, register_shared_kernel
+from . import _op_support as ops
 from ._special import _log_binom_pmf, _log_poisson_pmf
 
 _njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
@@ -161,15 +159,7 @@ class CountWindowOp(Op):
         super().__init__()
 
     def make_node(self, y, hi, lpar, sigma):
-        inputs = [pt.as_tensor_variable(x) for x in (y, hi, lpar, sigma)]
-        if any(x.type.ndim != 1 or x.type.dtype != "float64" for x in inputs):
-            raise TypeError("CountWindowOp takes float64 vectors")
-        lengths = {x.type.shape[0] for x in inputs} - {1}
-        length = lengths.pop() if len(lengths) == 1 else None
-        if not lengths and all(x.type.shape[0] == 1 for x in inputs):
-            length = 1
-        out = pt.TensorType("float64", shape=(length,))
-        return Apply(self, inputs, [out() for _ in range(4 if self.grad else 1)])
+        return ops.kernel_node(self, (y, hi, lpar, sigma), 4 if self.grad else 1)
 
     def _run(self, inputs):
         args = [np.ascontiguousarray(x, dtype=np.float64) for x in inputs]
@@ -181,13 +171,7 @@ class CountWindowOp(Op):
             o[0] = r
 
     def infer_shape(self, node, shapes):
-        m = shapes[0][0]
-        for (k,), x in zip(shapes[1:], node.inputs[1:], strict=True):
-            if x.type.shape[0] != 1:
-                m = k
-        if node.inputs[0].type.shape[0] != 1:
-            m = shapes[0][0]
-        return [(m,)] * len(node.outputs)
+        return ops.kernel_shapes(node, shapes)
 
     def connection_pattern(self, node):
         return [[True] * len(node.outputs), [False] * len(node.outputs)] + [
@@ -249,16 +233,10 @@ DENSE_GRAPH = None
 def count_window_logsumexp(family, y, hi, lpar, sigma, half_width, iters):
     """``log sum_{|s - c| <= W, 0 <= s <= hi} exp(log P(s) - ((y - s)/sigma)^2 / 2)`` per
     release (any broadcastable shapes; a one-element argument enters as length 1)."""
-    args = [pt.cast(pt.as_tensor_variable(a), "float64") for a in (y, hi, lpar, sigma)]
-    full = pt.broadcast_arrays(*args)
-    shape = full[0].shape
-    one = [all(d == 1 for d in a.type.shape) for a in args]
-    flat = [a.reshape((1,)) if o else b.ravel() for a, b, o in zip(args, full, one, strict=True)]
-    out = CountWindowOp(family, half_width, iters)(*flat)
-    return out.reshape(shape, ndim=full[0].ndim)
+    return ops.apply_flat(CountWindowOp(family, half_width, iters), y, hi, lpar, sigma)
 
 
-register_shared_kernel(CountWindowOp)
+ops.register_shared_kernel(CountWindowOp)
 
 
 def _numba_window(op, node):
@@ -280,20 +258,11 @@ def _numba_window(op, node):
     return window
 
 
-def _register_jax():
-    try:
-        from pytensor.link.jax.dispatch import jax_funcify
-    except ImportError:  # pragma: no cover
-        return False
+def _jax_kernel(op, node):
+    from ._count_window_jax import kernel
 
-    @jax_funcify.register(CountWindowOp)
-    def _jax_count_window(op, node, **kwargs):
-        from ._count_window_jax import kernel
-
-        return kernel(op.family, op.half_width, op.iters, op.grad)
-
-    return True
+    return kernel(op.family, op.half_width, op.iters, op.grad)
 
 
-_NUMBA_REGISTERED = register_numba_kernel(CountWindowOp, __file__, _numba_window)
-when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users
+_NUMBA_REGISTERED = ops.register_numba_kernel(CountWindowOp, __file__, _numba_window)
+ops.register_jax_kernel(CountWindowOp, _jax_kernel)

@@ -14,8 +14,38 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
+import pytensor.tensor as pt
 from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.tensor.rewriting.basic import register_canonicalize
+
+from .._jax_dispatch import when_jax_dispatch_loads
+
+
+def kernel_node(op, inputs, n_out):
+    """The ``Apply`` of a kernel op over float64 vectors of one length m or of static length
+    1 (repeated): ``n_out`` outputs of that length."""
+    from pytensor.graph.basic import Apply
+
+    inputs = [pt.as_tensor_variable(x) for x in inputs]
+    if any(x.type.ndim != 1 or x.type.dtype != "float64" for x in inputs):
+        raise TypeError(f"{type(op).__name__} takes float64 vectors")
+    lengths = {x.type.shape[0] for x in inputs} - {1}
+    if not lengths:
+        length = 1  # every input of static length 1
+    else:
+        length = lengths.pop() if len(lengths) == 1 else None
+    out = pt.TensorType("float64", shape=(length,))
+    return Apply(op, inputs, [out() for _ in range(n_out)])
+
+
+def kernel_shapes(node, shapes):
+    """``infer_shape`` of a kernel op: the length of the inputs that are not of static
+    length 1."""
+    m = shapes[0][0]
+    for (k,), x in zip(shapes, node.inputs, strict=True):
+        if x.type.shape[0] != 1:
+            m = k
+    return [(m,)] * len(node.outputs)
 
 
 def register_numba_kernel(op_type: type, source_file: str, make: Callable) -> bool:
@@ -37,12 +67,32 @@ def register_numba_kernel(op_type: type, source_file: str, make: Callable) -> bo
     return True
 
 
+def register_jax_kernel(op_type: type, make: Callable) -> None:
+    """Register ``make(op, node)`` (a JAX function of the node's inputs) as the op's
+    implementation in PyTensor's JAX backend, when that backend is loaded (JAX is imported
+    only by its users)."""
+
+    def register():
+        try:
+            from pytensor.link.jax.dispatch import jax_funcify
+        except ImportError:  # pragma: no cover
+            return False
+
+        @jax_funcify.register(op_type)
+        def _funcify(op, node=None, **kwargs):
+            return make(op, node)
+
+        return True
+
+    when_jax_dispatch_loads(register)
+
+
 def _other_props(op):
     return {k: v for k, v in op._props_dict().items() if k != "grad"}
 
 
 def register_shared_kernel(op_type: type) -> None:
-    """Canonicalisation: a value op's output is taken from a derivative op (``grad=True``,
+    """Canonicalisation: a value op's outputs are taken from a derivative op (``grad=True``,
     same other props) on the same inputs, when the graph has one."""
 
     @node_rewriter([op_type])
@@ -57,7 +107,23 @@ def register_shared_kernel(op_type: type) -> None:
                 and _other_props(client.op) == _other_props(node.op)
                 and list(client.inputs) == list(node.inputs)
             ):
-                return [client.outputs[0]]
+                return client.outputs[: len(node.outputs)]
         return None
 
     register_canonicalize(share_kernel, name=f"share_kernel_{op_type.__name__}")
+
+
+def apply_flat(op, *args):
+    """``op`` applied to float64 vectors made from ``args`` (any broadcastable shapes): a
+    one-element argument enters as length 1 (the kernel repeats it, and its derivative is a
+    1-d sum), every other is broadcast and raveled; the outputs come back in the broadcast
+    shape (a list when the op has several)."""
+    args = [pt.cast(pt.as_tensor_variable(a), "float64") for a in args]
+    full = pt.broadcast_arrays(*args)
+    shape, ndim = full[0].shape, full[0].ndim
+    one = [all(d == 1 for d in a.type.shape) for a in args]
+    flat = [a.reshape((1,)) if o else b.ravel() for a, b, o in zip(args, full, one, strict=True)]
+    outs = op(*flat)
+    if isinstance(outs, list | tuple):
+        return [o.reshape(shape, ndim=ndim) for o in outs]
+    return outs.reshape(shape, ndim=ndim)

@@ -28,7 +28,9 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 
 from .._validation import static_value
+from . import _truncated_moments
 from ._special import log_poisson_cdf_ratio, log_poisson_pmf
+from ._truncated_moments import truncated_poisson_direct
 
 __all__ = [
     "multinomial_counts_from_normal",
@@ -298,6 +300,18 @@ def _poisson_interval_direct(lower, upper, mu, terms, start=None):
     return log_q, c + jbar, var
 
 
+def _direct_dense(mu, lower, upper, terms):
+    return _poisson_interval_direct(lower, upper, mu, terms)
+
+
+_truncated_moments.DENSE_GRAPH = _direct_dense
+
+#: whether :func:`truncated_poisson_moments` sums a short interval with
+#: :mod:`._truncated_moments`'s kernel (``False``: the graph of the same sums; the tests
+#: compare the two)
+_MOMENTS_KERNEL = True
+
+
 def _static_width(lower, upper):
     """``max(upper - lower) + 1`` where both bounds are constants (else None): how many
     integers the widest truncation interval holds."""
@@ -331,6 +345,9 @@ def truncated_poisson_moments(mu, lower, upper, width=None):
     mu, lower, upper = map(_as_f64, (mu, lower, upper))
     terms = None if width is None or width > _DIRECT_Q_TERMS else max(int(width), 2)
     if terms is not None:
+        if _MOMENTS_KERNEL:
+            # the same sums as one kernel with the cumulants as derivatives
+            return truncated_poisson_direct(mu, lower, upper, terms)
         return _poisson_interval_direct(lower, upper, mu, terms)
     # a wide interval (or bounds known only at run time): where the rate lies far above b
     # (or far below a) the ratio forms cancel (at mu = 1e7 on {0..10} the mean came out
