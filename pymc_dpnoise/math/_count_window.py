@@ -132,11 +132,6 @@ def _window_kernel(y, hi, lpar, sigma, half_width, iters, binomial):
     return out, d_y, d_sig, d_par
 
 
-def _sum_to(x, ref):
-    # a length-1 input's derivative: the per-release derivatives summed
-    return x.sum(keepdims=True) if ref.type.shape[0] == 1 else x
-
-
 class CountWindowOp(Op):
     """Per release: the window log-sum-exp (``grad=False``) or it and its derivatives in
     ``(y, sigma, lpar)`` (``grad=True``).
@@ -210,10 +205,10 @@ class CountWindowOp(Op):
             return [gy, disconnected_type(), gl, gs]
         g0 = g[0]
         return [
-            _sum_to(g0 * outputs[1], y),
+            ops.sum_to(g0 * outputs[1], y),
             disconnected_type(),
-            _sum_to(g0 * outputs[3], lpar),
-            _sum_to(g0 * outputs[2], sigma),
+            ops.sum_to(g0 * outputs[3], lpar),
+            ops.sum_to(g0 * outputs[2], sigma),
         ]
 
     def dense(self, y, hi, lpar, sigma):

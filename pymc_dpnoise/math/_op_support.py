@@ -38,6 +38,11 @@ def kernel_node(op, inputs, n_out):
     return Apply(op, inputs, [out() for _ in range(n_out)])
 
 
+def sum_to(x, ref):
+    """A per-element derivative summed over the elements a length-1 input ``ref`` covers."""
+    return x.sum(keepdims=True) if ref.type.shape[0] == 1 else x
+
+
 def kernel_shapes(node, shapes):
     """``infer_shape`` of a kernel op: the length of the inputs that are not of static
     length 1."""

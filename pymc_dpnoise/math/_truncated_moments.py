@@ -90,10 +90,6 @@ def _moments_kernel(mu, lower, upper, terms):
     return lq, mean_, var_, d_lq, d_mean, d_var
 
 
-def _sum_to(x, ref):
-    return x.sum(keepdims=True) if ref.type.shape[0] == 1 else x
-
-
 #: ``DENSE_GRAPH(mu, lower, upper, terms)``: the graph of the same sums, set by
 #: :mod:`~pymc_dpnoise.math.expfam`, which owns them (this module does not import it back)
 DENSE_GRAPH = None
@@ -158,7 +154,7 @@ class TruncatedPoissonMomentsOp(Op):
                 total = gk * d if total is None else total + gk * d
         if total is None:
             return [disconnected_type()] * 3
-        return [_sum_to(total, mu), disconnected_type(), disconnected_type()]
+        return [ops.sum_to(total, mu), disconnected_type(), disconnected_type()]
 
 
 ops.register_shared_kernel(TruncatedPoissonMomentsOp)
