@@ -28,7 +28,8 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 
 from .._validation import static_value
-from . import _truncated_moments
+from . import _normal_laplace, _truncated_moments
+from ._normal_laplace import normal_laplace_kernel_logp
 from ._special import log_poisson_cdf_ratio, log_poisson_pmf
 from ._truncated_moments import truncated_poisson_direct
 
@@ -91,6 +92,19 @@ def normal_laplace_logp(value, mean, var, scale):
     scale : tensor_like
         Laplace scale :math:`\beta > 0`.
     """
+    if _NORMAL_LAPLACE_KERNEL:
+        # the same density as one kernel with closed-form derivatives (:mod:`._normal_laplace`)
+        return normal_laplace_kernel_logp(value, mean, var, scale)
+    return _normal_laplace_graph(value, mean, var, scale)
+
+
+#: whether :func:`normal_laplace_logp` runs :mod:`._normal_laplace`'s kernel (``False``: the
+#: graph below; the tests compare the two)
+_NORMAL_LAPLACE_KERNEL = True
+
+
+def _normal_laplace_graph(value, mean, var, scale):
+    """:func:`normal_laplace_logp` as a PyTensor graph."""
     value, mean, var, scale = map(_as_f64, (value, mean, var, scale))
     # v = 0 (a sum that is 0 almost surely, e.g. no record kept) is the Laplace limit; a floor
     # of 1e-150 (1 + beta) on sd keeps x, kappa and the gradient of the square root finite
@@ -305,6 +319,7 @@ def _direct_dense(mu, lower, upper, terms):
 
 
 _truncated_moments.DENSE_GRAPH = _direct_dense
+_normal_laplace.DENSE_GRAPH = _normal_laplace_graph
 
 #: whether :func:`truncated_poisson_moments` sums a short interval with
 #: :mod:`._truncated_moments`'s kernel (``False``: the graph of the same sums; the tests
