@@ -566,6 +566,15 @@ class LaplaceNoisyTruncatedPoisson(_TruncatedSum):
     is approximated (a sum of about :math:`nq` integers, so the approximation also ignores its
     lattice; the Laplace noise smooths both).
 
+    The mean :math:`n q \hat\mu = n\mu P(a - 1 \le x \le b - 1)` rises and then falls as
+    :math:`\mu` grows past the interval (ever more records are dropped), so one released sum
+    is usually matched by two rates, and with a single release the posterior can have two
+    modes: for the example below (400 records of rate 3 on :math:`\{0, \dots, 10\}`) near
+    :math:`\mu = 3.1` and :math:`\mu = 12`, with the log density about 90 nats lower between
+    them (Gamma(2, 0.5) prior).
+    NUTS chains do not cross such a gap; start them near the plausible rate (``initvals``), or
+    add releases or prior information that tell the two apart, and compare chains.
+
     ========  =============================================================================
     Support   :math:`y \in \mathbb{R}`
     Mean      :math:`n q \hat\mu` (exact)
