@@ -5,7 +5,9 @@ The formulas of the Numba kernel ``_clipped_normal_kernel`` (same branches, same
 the linear-space form ``_inside_linear`` for the reports inside the interval included: with one
 parameter set it runs under ``lax.cond``, which evaluates one branch; with per-report
 parameters the log-space form runs everywhere;
-``erfc`` is XLA's, up to 6e-14 relative off libm's near x = 26), over whole vectors: both
+``erfc`` is XLA's, up to 6e-14 relative off libm's near x = 26; the Numba kernel's
+``_inside_linear`` takes :math:`e_1\Phi(\zeta - k)` from ``erfcx`` instead, the same number to a
+few ulp), over whole vectors: both
 sides of every branch are computed, each at an argument where it is finite (the other side's
 argument replaced by a safe constant), and picked with ``where``.  XLA's CPU compiler
 contracts multiply-adds into FMAs, so the results differ from Numba's in the last bits, and

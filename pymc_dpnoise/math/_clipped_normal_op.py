@@ -28,12 +28,11 @@ sampler needs,
 For reports inside the clipping interval, where :math:`\epsilon \le 50`,
 :math:`\kappa \le 5`, :math:`\alpha \ge -30` and :math:`\beta \le 30` (every README-like
 model and most of a sampler's path), the kernel evaluates the same density as a sum of four
-non-negative terms in linear space (:func:`_inside_linear`: 2 ``erfc``, 3 ``exp`` and a ``log``
-per report instead of 15 transcendental calls, to a few ulp of the density; its derivation and
-error argument are in its docstring): README example, 5,000 reports, three interleaved rounds
-of the previous and this kernel at load ~3.5: 499-563 -> 167-213 µs per call, 216-258 -> 68-90
-ns per report inside the interval.
-Elsewhere the log-space forms above run.
+non-negative terms in linear space (:func:`_inside_linear`, to a few ulp of the density; its
+derivation and error argument are in its docstring): README example, 5,000 reports, three
+interleaved rounds of the previous and this kernel at load ~3.5: 499-563 -> 167-213 µs per
+call, 216-258 -> 68-90 ns per report inside the interval.  Elsewhere the log-space forms
+above run.
 
 Divisions by s and σ are multiplications by their reciprocals (computed once per parameter
 set, like everything else that depends on the parameters only), and a report outside the
@@ -41,6 +40,15 @@ interval is one multiply-add with its side picked by selects, not branches (left
 reports come in random order): README example, the kernel alone, three interleaved runs on a
 quiet machine, 84-89 -> 78-80 µs per call (reports inside 62-66 -> 56-59 µs, outside 23-24
 -> 16-17 µs).  These differ from the graph's divisions in the last bit.
+
+**One parameter set** (μ, σ, bounds and ε each of length 1, the usual model) in that region:
+:func:`_one_set` runs the kernel as passes over arrays that LLVM vectorises (AVX2), the
+formula for the reports inside written with the branch-free ``exp``, ``log`` and ``erfcx`` of
+:mod:`pymc_dpnoise.math._simd` (:math:`e_1\Phi(\zeta-k)` as
+:math:`\tfrac12 e^{-\zeta^2/2}\operatorname{erfcx}(\cdot)`: no ``erfc``): README example,
+the kernel alone, three interleaved runs at load ~1.5: 88-90 -> 32-46 µs per call.  Same
+values as the per-report loop, which uses the same function
+(``tests/test_clipped_normal_kernel.py`` checks them equal to the bit).
 
 Everything that depends on the parameters only (:math:`\log\Phi(\alpha)`, the tails at
 :math:`\alpha` and :math:`-\beta`, the outside constants) is computed once per distinct
@@ -89,8 +97,10 @@ from pytensor.graph.traversal import ancestors
 
 from .._jax_dispatch import when_jax_dispatch_loads
 from ._op_support import register_numba_kernel, register_shared_kernel
+from ._simd import erfcx_nonneg, exp_, log_
 
 _njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
+_inline = numba.njit(cache=True, fastmath=False, error_model="numpy", inline="always")
 
 _SQRT2 = math.sqrt(2.0)
 _LOG2 = math.log(2.0)
@@ -100,6 +110,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
 _MINUS_TINY = -1e-300
 _MINUS_INV_SQRT2 = -1.0 / _SQRT2
+_INV_SQRT2 = 1.0 / _SQRT2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,7 +288,19 @@ def _linear_params(al, be, kap, eps):
     )
 
 
-@_njit
+@_inline
+def _tilted_cdf(d, g, e):
+    r""":math:`e\,\Phi(d)` where :math:`e = e^{k^2/2 - k\zeta}` (or its mirror) and
+    :math:`d = \zeta - k`, so that :math:`e\,\varphi(d) = \varphi(\zeta)`, from
+    :math:`g = e^{-\zeta^2/2}`: :math:`e\Phi(d) = \tfrac12 g\,\mathrm{erfcx}(-d/\sqrt2)`
+    for :math:`d \le 0` and :math:`e - \tfrac12 g\,\mathrm{erfcx}(d/\sqrt2)` above (there
+    :math:`\Phi(d) \ge 1/2`, so the difference loses at most one bit).  No ``erfc``, no
+    branch: ``erfcx`` of a non-negative argument (:func:`~._simd.erfcx_nonneg`)."""
+    h = 0.5 * g * erfcx_nonneg(abs(d) * _INV_SQRT2)
+    return e - h if d > 0.0 else h
+
+
+@_inline
 def _inside_linear(zi, a, inv_s, inv_sg, kap, ze, lin):
     r"""log(2s p), d log p / d mu, d log p / d sigma of a report inside (a, b), in linear space.
 
@@ -300,36 +323,141 @@ def _inside_linear(zi, a, inv_s, inv_sg, kap, ze, lin):
         \partial_\sigma(2sp) = k\,[k(T_3 + T_4) - 2\varphi(\zeta)
         + \varphi(\alpha)e_a + \varphi(\beta)e_b]/\sigma .
 
+    :math:`e_1 = f_1 e_a` (:math:`k(\zeta - \alpha) = u`) and :math:`e_1\Phi(\zeta - k)`
+    comes from :func:`_tilted_cdf`, which needs only :math:`e^{-\zeta^2/2}`, shared with
+    :math:`\varphi(\zeta)`.  Everything is straight-line arithmetic and the
+    :mod:`~._simd` functions (two ``exp``, two ``erfcx``, one ``log``), so the loop over the
+    reports in :func:`_one_set` is vectorised.
+
     Accuracy: every term is non-negative and the one subtraction in :math:`T_3` has
     :math:`e_1\Phi(\alpha-k) \le \Phi(\alpha)e_a` (a tilted tail is below its
     normal CDF), so :math:`e_1\Phi(\zeta-k) \le 2sp` and the rounding error of each term
     is a few ulp of :math:`2sp` itself (likewise :math:`T_4`): relative accuracy of the
-    log-space form without its 15 transcendental calls per report (here: 2 ``erfc``, 3
-    ``exp``, 1 ``log``).  Used where :math:`\epsilon \le 50`, :math:`k \le 5`,
-    :math:`-30 \le \alpha`, :math:`\beta \le 30`: no factor overflows
-    (:math:`e_1, e_2 \le e^{163}`) and :math:`\Phi(\pm\zeta - k) \ge \Phi(-35)`
-    stays a normal number, while :math:`2sp \ge e^{-\epsilon}` (the report is within
-    b - a of every clipped value).
+    log-space form without its 15 transcendental calls per report.  Used where
+    :math:`\epsilon \le 50`, :math:`k \le 5`, :math:`-30 \le \alpha`,
+    :math:`\beta \le 30`: no factor overflows (:math:`e_1, e_2 \le e^{163}`), the
+    arguments of ``exp`` stay above -451 (:math:`|\zeta| < 30`) and
+    :math:`2sp \ge e^{-\epsilon}` (the report is within b - a of every clipped value) is
+    a normal number.
     """
     pa, pb, ca, cb, fa, fb, f1, f2, e_eps = lin
-    ea = math.exp((a - zi) * inv_s)
+    ea = exp_((a - zi) * inv_s)
     eb = e_eps / ea
-    t3 = (f1 * ea) * (_ndtr(ze - kap) - ca)
-    t4 = (f2 * eb) * (_ndtr(-ze - kap) - cb)
+    g = exp_(-0.5 * (ze * ze))
+    e1 = f1 * ea
+    e2 = f2 * eb
+    t3 = _tilted_cdf(ze - kap, g, e1) - e1 * ca
+    t4 = _tilted_cdf(-ze - kap, g, e2) - e2 * cb
     tot = pa * ea + pb * eb + t3 + t4
-    phz = _INV_SQRT_2PI * math.exp(-0.5 * (ze * ze))
     inv = 1.0 / tot
     return (
-        math.log(tot),
+        log_(tot),
         (t3 - t4) * inv * inv_s,
-        kap * (kap * (t3 + t4) - 2.0 * phz + fa * ea + fb * eb) * inv * inv_sg,
+        kap * (kap * (t3 + t4) - 2.0 * _INV_SQRT_2PI * g + fa * ea + fb * eb) * inv * inv_sg,
     )
+
+
+@_njit
+def _outside_constants(al, be, kap, eps, lphi_a, r_a, lphi_b, r_b, log_2s, sg):
+    """log(p) + distance/s and the derivatives of a report left of a and right of b:
+    ``(left value, right value, left d/dmu, right d/dmu, left d/dsigma, right d/dsigma)``."""
+    # left: LSE(log Phi(alpha), log Phi(-beta) - eps, J(-beta, -alpha))
+    lf = -be <= kap
+    jl, jl_lo, jl_hi, jl_k = _interval(-be, -al, kap, lf, _tail(-be, kap, lf), _tail(-al, kap, lf))
+    gl, q1, q2, q3 = _lse3(lphi_a, lphi_b - eps, jl)
+    gl_a = q1 * r_a - q3 * jl_hi
+    gl_b = -q2 * r_b - q3 * jl_lo
+    gl_k = q3 * jl_k
+    # right: LSE(log Phi(-beta), log Phi(alpha) - eps, J(alpha, beta))
+    lf = al <= kap
+    jr, jr_lo, jr_hi, jr_k = _interval(al, be, kap, lf, _tail(al, kap, lf), _tail(be, kap, lf))
+    gr, q1, q2, q3 = _lse3(lphi_b, lphi_a - eps, jr)
+    gr_a = q2 * r_a + q3 * jr_lo
+    gr_b = -q1 * r_b + q3 * jr_hi
+    gr_k = q3 * jr_k
+    # a report outside: its bound's value minus its distance over s; the derivatives are
+    # the bound's
+    return (
+        gl - log_2s,
+        gr - log_2s,
+        -(gl_a + gl_b) / sg,
+        -(gr_a + gr_b) / sg,
+        (kap * gl_k - (al * gl_a + be * gl_b)) / sg,
+        (kap * gr_k - (al * gr_a + be * gr_b)) / sg,
+    )
+
+
+@_njit
+def _param_terms(m, sg, a, b, eps):
+    """What depends on the parameters only: s, kappa, alpha, beta, log Phi(alpha) and its
+    R, log Phi(-beta) and its R, log 2s, 1/s, 1/sigma."""
+    s = (b - a) / eps
+    al = (a - m) / sg
+    be = (b - m) / sg
+    lphi_a, r_a = _log_ndtr(al)
+    lphi_b, r_b = _log_ndtr(-be)
+    return s, sg / s, al, be, lphi_a, r_a, lphi_b, r_b, math.log(2.0 * s), 1.0 / s, 1.0 / sg
+
+
+@_njit
+def _one_set(z, m, sg, a, b, eps):
+    """:func:`_clipped_normal_kernel` for one parameter set in the linear-space region, in
+    passes LLVM vectorises: every report by the outside formula (selects), then the reports
+    inside (a, b), gathered into a contiguous block, by :func:`_inside_linear`, scattered
+    back.  Same formulas and values as the per-report loop."""
+    n = z.shape[0]
+    _, kap, al, be, lphi_a, r_a, lphi_b, r_b, log_2s, inv_s, inv_sg = _param_terms(m, sg, a, b, eps)
+    gl_v, gr_v, gl_mu, gr_mu, gl_sig, gr_sig = _outside_constants(
+        al, be, kap, eps, lphi_a, r_a, lphi_b, r_b, log_2s, sg
+    )
+    lin = _linear_params(al, be, kap, eps)
+    lp = np.empty(n)
+    dmu = np.empty(n)
+    dsig = np.empty(n)
+    for i in range(n):
+        zi = z[i]
+        left = zi <= a
+        lp[i] = (gl_v if left else gr_v) - ((a - zi) if left else (zi - b)) * inv_s
+        dmu[i] = gl_mu if left else gr_mu
+        dsig[i] = gl_sig if left else gr_sig
+    idx = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        idx[k] = i
+        k += (z[i] > a) & (z[i] < b)
+    zin = np.empty(k)
+    for j in range(k):
+        zin[j] = z[idx[j]]
+    v_lp = np.empty(k)
+    v_mu = np.empty(k)
+    v_sg = np.empty(k)
+    for j in range(k):
+        zi = zin[j]
+        v, g_mu, g_sig = _inside_linear(zi, a, inv_s, inv_sg, kap, (zi - m) * inv_sg, lin)
+        v_lp[j] = v - log_2s
+        v_mu[j] = g_mu
+        v_sg[j] = g_sig
+    for j in range(k):
+        i = idx[j]
+        lp[i] = v_lp[j]
+        dmu[i] = v_mu[j]
+        dsig[i] = v_sg[j]
+    return lp, dmu, dsig
 
 
 @_njit
 def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
     """Per report: log p, d log p / d mu, d log p / d sigma (parameters of length 1 or n)."""
     n = z.shape[0]
+    if mu.shape[0] == 1 and sigma.shape[0] == 1 and lower.shape[0] == 1:
+        if upper.shape[0] == 1 and epsilon.shape[0] == 1:
+            # one parameter set: the region test of the loop below, same expressions
+            m, sg, a, b, eps = mu[0], sigma[0], lower[0], upper[0], epsilon[0]
+            kap = sg / ((b - a) / eps)
+            al = (a - m) / sg
+            be = (b - m) / sg
+            if eps <= _FAST_EPS and kap <= _FAST_KAP and al >= -_FAST_AB and be <= _FAST_AB:
+                return _one_set(z, m, sg, a, b, eps)
     lp = np.empty(n)
     dmu = np.empty(n)
     dsig = np.empty(n)
@@ -342,7 +470,6 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
     m_ = s_ = a_ = b_ = e_ = np.nan
     s = kap = al = be = lphi_a = r_a = lphi_b = r_b = log_2s = inv_s = inv_sg = 0.0
     have_out = have_in = lf3 = lf4 = False
-    gl = gl_a = gl_b = gl_k = gr = gr_a = gr_b = gr_k = 0.0
     gl_v = gr_v = gl_mu = gr_mu = gl_sig = gr_sig = 0.0
     t3 = t4 = (0.0, 0.0, 0.0)
     fast = False
@@ -355,15 +482,9 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
         eps = epsilon[i * i_e]
         if not (m == m_ and sg == s_ and a == a_ and b == b_ and eps == e_):
             m_, s_, a_, b_, e_ = m, sg, a, b, eps
-            s = (b - a) / eps
-            kap = sg / s
-            al = (a - m) / sg
-            be = (b - m) / sg
-            lphi_a, r_a = _log_ndtr(al)
-            lphi_b, r_b = _log_ndtr(-be)
-            log_2s = math.log(2.0 * s)
-            inv_s = 1.0 / s
-            inv_sg = 1.0 / sg
+            s, kap, al, be, lphi_a, r_a, lphi_b, r_b, log_2s, inv_s, inv_sg = _param_terms(
+                m, sg, a, b, eps
+            )
             have_out = have_in = False
             fast = eps <= _FAST_EPS and kap <= _FAST_KAP and al >= -_FAST_AB and be <= _FAST_AB
             if fast:
@@ -395,31 +516,9 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
             dsig[i] = (kap * d_k - (al * d_al + be * d_be + ze * d_ze)) / sg
             continue
         if not have_out:
-            # left: LSE(log Phi(alpha), log Phi(-beta) - eps, J(-beta, -alpha))
-            lf = -be <= kap
-            jl, jl_lo, jl_hi, jl_k = _interval(
-                -be, -al, kap, lf, _tail(-be, kap, lf), _tail(-al, kap, lf)
+            gl_v, gr_v, gl_mu, gr_mu, gl_sig, gr_sig = _outside_constants(
+                al, be, kap, eps, lphi_a, r_a, lphi_b, r_b, log_2s, sg
             )
-            gl, q1, q2, q3 = _lse3(lphi_a, lphi_b - eps, jl)
-            gl_a = q1 * r_a - q3 * jl_hi
-            gl_b = -q2 * r_b - q3 * jl_lo
-            gl_k = q3 * jl_k
-            # right: LSE(log Phi(-beta), log Phi(alpha) - eps, J(alpha, beta))
-            lf = al <= kap
-            jr, jr_lo, jr_hi, jr_k = _interval(
-                al, be, kap, lf, _tail(al, kap, lf), _tail(be, kap, lf)
-            )
-            gr, q1, q2, q3 = _lse3(lphi_b, lphi_a - eps, jr)
-            gr_a = q2 * r_a + q3 * jr_lo
-            gr_b = -q1 * r_b + q3 * jr_hi
-            gr_k = q3 * jr_k
-            # a report outside: its bound's value minus its distance over s; the
-            # derivatives are the bound's
-            gl_v, gr_v = gl - log_2s, gr - log_2s
-            gl_mu = -(gl_a + gl_b) / sg
-            gr_mu = -(gr_a + gr_b) / sg
-            gl_sig = (kap * gl_k - (al * gl_a + be * gl_b)) / sg
-            gr_sig = (kap * gr_k - (al * gr_a + be * gr_b)) / sg
             have_out = True
         # selects rather than branches: left and right reports come in random order
         left = zi <= a
