@@ -346,3 +346,26 @@ def test_multi_freq_ldpy_aggregators_agree_with_ours():
     ibu = est["mfl IBU"]
     assert np.all(ibu >= 0) and abs(ibu.sum() - 1.0) < 1e-8
     assert np.max(np.abs(ibu - theta)) < 0.05
+
+
+@pytest.mark.backend
+def test_krr_per_report_p_traces_under_jax_jit():
+    """Per-report ``p`` (a group's frequencies indexed per report) under ``jax.jit``, as
+    ``pm.sample(nuts_sampler="numpyro")`` runs it: the broadcast took ``y[..., :1]``, whose
+    length min(1, k) is a computed shape that JAX cannot trace (found by the slow
+    workflow test ``test_sample_numpyro[KRRLikelihood]``)."""
+    import jax
+    from pymc.sampling.jax import get_jaxified_logp
+
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 3, 60)
+    with pm.Model(coords=dict(group=range(3), item=range(4))) as model:
+        mu = pm.Normal("mu", 0.0, 1.0, dims=("group", "item"))
+        p = pm.math.softmax(mu, axis=-1)
+        reports = pm.Data("reports", rng.integers(0, 4, 60))
+        pmd.KRRLikelihood("obs", p=p[pm.Data("g", g)], epsilon=1.0, observed=reports)
+    logp = get_jaxified_logp(model)
+    point = [np.asarray(model.initial_point()["mu"])]
+    value, grad = jax.jit(jax.value_and_grad(logp))(point)
+    assert np.isclose(value, logp(point))
+    assert np.all(np.isfinite(grad[0]))

@@ -204,6 +204,8 @@ def krr_logp(y, p, epsilon):
     if theta_y is None:
         # per-report p (or a single report): broadcast p (..., k) against y[..., None]
         pb, yb = pt.broadcast_arrays(p, y[..., None])
-        theta_y = pt.take_along_axis(pb, yb[..., :1], axis=-1)[..., 0]
+        # yb[..., 0] then a new axis, not yb[..., :1]: the slice's length min(1, k) is a
+        # computed shape, which JAX cannot trace (``pm.sample(nuts_sampler="numpyro")``)
+        theta_y = pt.take_along_axis(pb, pt.expand_dims(yb[..., 0], -1), axis=-1)[..., 0]
     log_norm = pt.logaddexp(eps, pt.log(pt.cast(k - 1, "float64")))
     return log1p_expm1_times(eps, theta_y) - log_norm
