@@ -13,7 +13,8 @@ that process.
 
 Run: ``.venv/bin/python benchmarks/cold_compile_parts.py`` (``--tree DIR`` measures the package
 of another checkout, e.g. a ``git archive`` of an older commit, for the models; ``--label``
-names it in the table; ``--append`` keeps the rows of the last run).
+names it in the table; ``--append`` keeps the rows of the last run; ``--models readme,counts``
+picks the ``time_to_posterior`` models).
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def main():
     ap.add_argument("--tree", type=Path, help="checkout whose package the models use")
     ap.add_argument("--label", default="this tree")
     ap.add_argument("--cases", default="ops,models")
+    ap.add_argument(
+        "--models", default=",".join(MODELS), help="time_to_posterior models (also: readme)"
+    )
     ap.add_argument("--append", action="store_true")
     args = ap.parse_args()
     if args.worker:
@@ -117,7 +121,7 @@ def main():
         rows = json.loads((RESULTS / f"{NAME}.json").read_text())["rows"]
     cases = args.cases.split(",")
     specs = [("op", c) for c in OPS if "ops" in cases]
-    specs += [("model", c) for c in MODELS if "models" in cases]
+    specs += [("model", c) for c in args.models.split(",") if "models" in cases]
     for kind, case in specs:
         res = run({"kind": kind, "case": case}, args.tree if kind == "model" else None)
         res.update(kind=kind, case=case, tree=args.label if kind == "model" else "-")
