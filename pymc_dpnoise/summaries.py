@@ -590,7 +590,10 @@ def _f3_function(model):
     else:
         params = [pt.dscalar(n) for n in ("lam", "upper", "epsilon")]
     *_, f3 = clipped_summary_derivatives(model, z, *params)
-    return pytensor.function([z, *params], pt.abs(f3))
+    # evaluated on a few dozen parameter points of 512 values each, once per summary: the
+    # Python linker's NumPy/SciPy ops (no native compile) cost less than compiling it
+    mode = pytensor.compile.mode.Mode(linker="py", optimizer="fast_compile")
+    return pytensor.function([z, *params], pt.abs(f3), mode=mode)
 
 
 def _default_box(model, lower, upper):
