@@ -96,7 +96,7 @@ from pytensor.graph.op import Op
 from pytensor.graph.traversal import ancestors
 
 from .._jax_dispatch import when_jax_dispatch_loads
-from ._op_support import register_numba_kernel, register_shared_kernel
+from ._op_support import perform_kernel, register_numba_kernel, register_shared_kernel
 from ._simd import erfcx_nonneg, exp_, log_
 
 _njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
@@ -573,10 +573,7 @@ class ClippedNormalLaplaceOp(Op):
         return Apply(self, inputs, [out() for _ in range(3 if self.grad else 1)])
 
     def perform(self, node, inputs, outputs):
-        args = [np.ascontiguousarray(x, dtype=np.float64) for x in inputs]
-        res = _clipped_normal_kernel(*args)
-        for o, r in zip(outputs, res[: len(outputs)], strict=True):
-            o[0] = r
+        perform_kernel(_clipped_normal_kernel, inputs, outputs)
 
     def infer_shape(self, node, shapes):
         return [shapes[0]] * len(node.outputs)

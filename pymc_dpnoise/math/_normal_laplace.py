@@ -204,10 +204,7 @@ class NormalLaplaceOp(Op):
         return ops.kernel_node(self, (value, mean, var, scale), 5 if self.grad else 1)
 
     def perform(self, node, inputs, outputs):
-        args = [np.ascontiguousarray(x, dtype=np.float64) for x in inputs]
-        res = _normal_laplace_kernel(*args)
-        for o, r in zip(outputs, res[: len(outputs)], strict=True):
-            o[0] = r
+        ops.perform_kernel(_normal_laplace_kernel, inputs, outputs)
 
     def infer_shape(self, node, shapes):
         return ops.kernel_shapes(node, shapes)

@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.tensor.rewriting.basic import register_canonicalize
@@ -41,6 +42,15 @@ def kernel_node(op, inputs, n_out):
 def sum_to(x, ref):
     """A per-element derivative summed over the elements a length-1 input ``ref`` covers."""
     return x.sum(keepdims=True) if ref.type.shape[0] == 1 else x
+
+
+def perform_kernel(kernel, inputs, outputs, *extra):
+    """``Op.perform`` of a kernel op: ``kernel`` on contiguous float64 copies of the inputs
+    (and ``extra`` arguments), its first ``len(outputs)`` results stored."""
+    args = [np.ascontiguousarray(x, dtype=np.float64) for x in inputs]
+    res = kernel(*args, *extra)
+    for o, r in zip(outputs, res[: len(outputs)], strict=True):
+        o[0] = r
 
 
 def kernel_shapes(node, shapes):

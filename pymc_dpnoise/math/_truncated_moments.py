@@ -115,10 +115,7 @@ class TruncatedPoissonMomentsOp(Op):
         return ops.kernel_node(self, (mu, lower, upper), 6 if self.grad else 3)
 
     def perform(self, node, inputs, outputs):
-        args = [np.ascontiguousarray(x, dtype=np.float64) for x in inputs]
-        res = _moments_kernel(*args, self.terms)
-        for o, r in zip(outputs, res[: len(outputs)], strict=True):
-            o[0] = r
+        ops.perform_kernel(_moments_kernel, inputs, outputs, self.terms)
 
     def infer_shape(self, node, shapes):
         return ops.kernel_shapes(node, shapes)
