@@ -20,7 +20,7 @@ import pytest
 from compile_modes import TEST_MODE
 
 from pymc_dpnoise.math._clipped_normal_graph import _clipped_normal_dense
-from pymc_dpnoise.math._clipped_normal_op import (
+from pymc_dpnoise.math._clipped_normal_kernel import (
     _FAST_AB,
     _FAST_EPS,
     _FAST_KAP,

@@ -44,14 +44,15 @@ from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.op import Op
 
 from . import _op_support as ops
+from . import _special
+from ._jit import helper as _helper
+from ._jit import njit as _njit
 from ._special import _log_binom_pmf, _log_poisson_pmf
-
-_njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
 
 FAMILIES = ("binomial", "poisson")
 
 
-@_njit
+@_helper
 def _expit(x):
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -259,5 +260,7 @@ def _jax_kernel(op, node):
     return kernel(op.family, op.half_width, op.iters, op.grad)
 
 
-_NUMBA_REGISTERED = ops.register_numba_kernel(CountWindowOp, __file__, _numba_window)
+_NUMBA_REGISTERED = ops.register_numba_kernel(
+    CountWindowOp, [__file__, _special.__file__], _numba_window
+)
 ops.register_jax_kernel(CountWindowOp, _jax_kernel)

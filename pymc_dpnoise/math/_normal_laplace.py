@@ -45,15 +45,15 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.op import Op
 
+from . import _clipped_normal_kernel
 from . import _op_support as ops
-from ._clipped_normal_op import _erfcx_parts
-
-_njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
+from ._clipped_normal_kernel import _erfcx_parts
+from ._jit import helper as _helper
+from ._jit import njit as _njit
 
 _TINY_SD = 1e-150
 _LOG2 = math.log(2.0)
@@ -64,7 +64,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _G_SERIES = 20.0
 
 
-@_njit
+@_helper
 def _series(u):
     """(t, h/t - 1) for u >= 20, t = 1/(2u^2), h = 1 - sqrt(pi) u erfcx(u) =
     sum_{n>=1} (-1)^(n+1) (2n-1)!! t^n (12 terms: below 1e-20 relative there); h/t - 1
@@ -78,14 +78,14 @@ def _series(u):
     return t, rest
 
 
-@_njit
+@_helper
 def _h(u):
     """1 - sqrt(pi) u erfcx(u) for u >= 20."""
     t, rest = _series(u)
     return t * (1.0 + rest)
 
 
-@_njit
+@_helper
 def _g(u, ecx):
     """(G(u), sqrt2 u G(u) - 1) for u >= 0, given erfcx(u): G = sqrt(2/pi)/erfcx(u) - sqrt2 u.
 
@@ -100,7 +100,7 @@ def _g(u, ecx):
     return _SQRT2 * u * h / (1.0 - h), (rest + h) / (1.0 - h)
 
 
-@_njit
+@_helper
 def _near(x, s, b, sign):
     """E(sign x) on the near side, its d/da and d/dsigma, and beta dE/dbeta - 1."""
     k = s / b
@@ -251,7 +251,9 @@ def _jax_kernel(op, node):
 
 
 _NUMBA_REGISTERED = ops.register_numba_kernel(
-    NormalLaplaceOp, __file__, lambda op, node: _normal_laplace_kernel if op.grad else _value
+    NormalLaplaceOp,
+    [__file__, _clipped_normal_kernel.__file__],
+    lambda op, node: _normal_laplace_kernel if op.grad else _value,
 )
 ops.register_jax_kernel(NormalLaplaceOp, _jax_kernel)
 

@@ -63,17 +63,20 @@ def kernel_shapes(node, shapes):
     return [(m,)] * len(node.outputs)
 
 
-def register_numba_kernel(op_type: type, source_file: str, make: Callable) -> bool:
+def register_numba_kernel(op_type: type, sources, make: Callable) -> bool:
     """Register ``make(op, node)`` (a Numba function of the node's inputs) as the op's
     implementation in PyTensor's Numba backend.  PyTensor caches compiled graphs by op type
-    and props: the cache key also carries a hash of ``source_file``, so that a changed kernel
-    is never served from an old cache."""
+    and props: the cache key also carries a hash of ``sources`` (the file, or the files, whose
+    code the kernel compiles: the op's module and the kernel modules it calls), so that a
+    changed kernel is never served from an old cache."""
     try:
         from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
     except ImportError:  # pragma: no cover
         return False
 
-    version = int(hashlib.sha256(Path(source_file).read_bytes()).hexdigest()[:12], 16)
+    files = [sources] if isinstance(sources, str | Path) else list(sources)
+    digest = hashlib.sha256(b"".join(Path(f).read_bytes() for f in files)).hexdigest()
+    version = int(digest[:12], 16)
 
     @register_funcify_default_op_cache_key(op_type)
     def _funcify(op, node, **kwargs):

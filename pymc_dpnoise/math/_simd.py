@@ -11,7 +11,7 @@ call.  Each is a Numba intrinsic that writes its LLVM instructions into the call
 inlined without Numba's ``inline="always"`` (which, for the same code, made the
 clipped-normal kernel's vectorised pass compile in 0.9 instead of 0.57 CPU-s: Numba copies its
 IR for every inlined call).  Used by
-:func:`pymc_dpnoise.math._clipped_normal_op._inside_linear`, the clipped-normal kernel's
+:func:`pymc_dpnoise.math._clipped_normal_kernel._inside_linear`, the clipped-normal kernel's
 formula for the reports inside the interval.
 
 Accuracy (``tests/test_simd.py``: NumPy, SciPy and a 90-digit reference on dense grids): exp

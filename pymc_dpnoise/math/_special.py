@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_type
@@ -56,6 +55,8 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 from .._jax_dispatch import when_jax_dispatch_loads
+from ._jit import helper as _helper
+from ._jit import njit as _njit
 from ._op_support import register_numba_kernel
 
 __all__ = [
@@ -75,17 +76,15 @@ _MAXIT = 1_000_000
 # Scalar kernels (Numba; also used by ``perform``)
 # ---------------------------------------------------------------------------------------------
 
-_njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
 
-
-@_njit
+@_helper
 def _softplus(x):
     if x > 0.0:
         return x + math.log1p(math.exp(-x))
     return math.log1p(math.exp(x))
 
 
-@_njit
+@_helper
 def _log1mexp(x):
     """log(1 - exp(x)) for x <= 0."""
     if x > -0.6931471805599453:
@@ -93,7 +92,7 @@ def _log1mexp(x):
     return math.log1p(-math.exp(x))
 
 
-@_njit
+@_helper
 def _stirlerr(n):
     """log(n!) - log(sqrt(2 pi n) (n/e)^n) for n > 0 (Loader 2000)."""
     if n <= 15.0:
@@ -113,7 +112,7 @@ def _stirlerr(n):
     return (s0 - (s1 - (s2 - (s3 - s4 / nn) / nn) / nn) / nn) / n
 
 
-@_njit
+@_helper
 def _bd0(x, m, log_m):
     """Deviance term x log(x/m) + m - x, without cancellation when x ~ m (Loader 2000)."""
     if x == 0.0:
@@ -133,7 +132,7 @@ def _bd0(x, m, log_m):
     return x * (math.log(x) - log_m) + m - x
 
 
-@_njit
+@_helper
 def _log_binom_pmf(k, n, lq):
     if k < 0.0 or k > n:
         return -np.inf
@@ -154,7 +153,7 @@ def _log_binom_pmf(k, n, lq):
     return lc - 0.5 * (_LOG_2PI + math.log(k) + math.log1p(-k / n))
 
 
-@_njit
+@_helper
 def _lentz_step(an, bn, c, d, h):
     """One step of the modified Lentz method (NR 5.2) for a continued fraction with partial
     numerator ``an`` and denominator ``bn``: the new ``(c, d, h)`` (values of c and d within
@@ -170,7 +169,7 @@ def _lentz_step(an, bn, c, d, h):
     return c, d, h * de, abs(de - 1.0) < _EPS
 
 
-@_njit
+@_helper
 def _betacf(a, b, x):
     """Continued fraction of I_x(a, b) (modified Lentz, NR 6.4): I = x^a(1-x)^b/(a B) * h."""
     qab = a + b
@@ -193,7 +192,7 @@ def _betacf(a, b, x):
     return h
 
 
-@_njit
+@_helper
 def _log_binom_cdf_ratio(k, n, lq):
     """log(F(k; n, q) / pmf(k; n, q)) for integers 0 <= k <= n, q = sigmoid(lq)."""
     if k <= 0.0:
@@ -212,7 +211,7 @@ def _log_binom_cdf_ratio(k, n, lq):
     return _log1mexp(min(log_sf, 0.0)) - _log_binom_pmf(k, n, lq)
 
 
-@_njit
+@_helper
 def _log_poisson_pmf(k, lmu):
     if k < 0.0:
         return -np.inf
@@ -222,7 +221,7 @@ def _log_poisson_pmf(k, lmu):
     return -_stirlerr(k) - _bd0(k, mu, lmu) - 0.5 * (_LOG_2PI + math.log(k))
 
 
-@_njit
+@_helper
 def _gammacf(a, x):
     """Continued fraction of Q(a, x) (NR 6.2): Q = e^{-x} x^a / Gamma(a) * h."""
     b = x + 1.0 - a
@@ -238,7 +237,7 @@ def _gammacf(a, x):
     return h
 
 
-@_njit
+@_helper
 def _gammaser_m1(k, mu):
     """sum_{j>=1} mu^j / ((k+2)...(k+1+j)) = P(k+1, mu) / pmf(k+1; mu) - 1, for mu < k + 2."""
     s = 0.0
@@ -251,7 +250,7 @@ def _gammaser_m1(k, mu):
     return s
 
 
-@_njit
+@_helper
 def _poisson_lower_sum_m1(k, mu):
     """sum_{j=1}^{k} k!/((k-j)! mu^j) = F(k; mu)/pmf(k; mu) - 1, for mu > 2(k+1)."""
     s = 0.0
@@ -266,7 +265,7 @@ def _poisson_lower_sum_m1(k, mu):
     return s
 
 
-@_njit
+@_helper
 def _log_poisson_cdf_ratio(k, lmu, upper):
     """log(F(k)/pmf(k)) (upper False) or log((1 - F(k))/pmf(k+1)) (upper True)."""
     if not upper:
@@ -288,7 +287,7 @@ def _log_poisson_cdf_ratio(k, lmu, upper):
     return _log1mexp(min(log_cdf, 0.0)) - _log_poisson_pmf(k + 1.0, lmu)
 
 
-@_njit
+@_helper
 def _length(*sizes):
     """The broadcast length of vectors of length 1 or n (0 if any is empty)."""
     m = 1

@@ -33,9 +33,9 @@ from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.op import Op
 
 from . import _op_support as ops
+from . import _special
+from ._jit import njit as _njit
 from ._special import _log_poisson_pmf
-
-_njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
 
 
 @_njit
@@ -182,7 +182,9 @@ def _jax_kernel(op, node):
     return kernel(op.terms, op.grad)
 
 
-_NUMBA_REGISTERED = ops.register_numba_kernel(TruncatedPoissonMomentsOp, __file__, _numba_moments)
+_NUMBA_REGISTERED = ops.register_numba_kernel(
+    TruncatedPoissonMomentsOp, [__file__, _special.__file__], _numba_moments
+)
 ops.register_jax_kernel(TruncatedPoissonMomentsOp, _jax_kernel)
 
 

@@ -81,8 +81,9 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
     parameter-only terms computed once per distinct parameter value), not as a PyTensor graph:
     for the README example that cut the logp + gradient graph from 1,499 nodes to 209 and the
     graph rewrites from 9 CPU-s to 0.6 (issue 24).  On the JAX backend, with observed reports
-    and constant bounds and epsilon, the same formulas run vectorised in ``jax.numpy`` with the
-    same closed-form derivatives (``pymc_dpnoise.math._clipped_normal_jax``).  Other gradients,
+    and constant bounds and epsilon, XLA calls the same kernel on CPU (a custom call) and runs
+    the same formulas vectorised in ``jax.numpy`` elsewhere, with the same closed-form
+    derivatives (``pymc_dpnoise.math._clipped_normal_jax``).  Other gradients,
     second derivatives and the JAX backend with variable reports, bounds or epsilon use the
     graph of the same formulas.
 

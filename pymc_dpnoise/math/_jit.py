@@ -1,0 +1,24 @@
+"""The Numba decorators of the package's kernels (one definition, every kernel module).
+
+* :data:`njit` — a kernel or a function called from Python (tests, ``perform``): cached on
+  disk, IEEE semantics (no fast-math), NumPy's error model (a division by zero gives inf or
+  NaN, as in the PyTensor graphs, instead of raising).
+* :data:`helper` — the same for functions called from Numba code only: no CPython or C
+  wrapper, whose compilation costs ~10% of a kernel's first compile (the clipped-normal kernel
+  4.9 -> 4.4 CPU-s from empty caches, three interleaved runs each).
+* :data:`inline` — the same, inlined into its callers by Numba.
+"""
+
+from __future__ import annotations
+
+import numba
+
+njit = numba.njit(cache=True, fastmath=False, error_model="numpy")
+helper = numba.njit(
+    cache=True,
+    fastmath=False,
+    error_model="numpy",
+    no_cpython_wrapper=True,
+    no_cfunc_wrapper=True,
+)
+inline = numba.njit(cache=True, fastmath=False, error_model="numpy", inline="always")
