@@ -283,3 +283,30 @@ def test_failed_self_test_falls_back_to_the_formulas(monkeypatch):
         J.kernel(z, *one, grad=True, path="ffi")
     with pytest.raises(ValueError, match="path"):
         J.kernel(z, *one, grad=True, path="gpu")
+
+
+def test_numpyro_chain_methods_agree_through_the_custom_call():
+    """``pm.sample(nuts_sampler="numpyro")`` with the chains run one after the other and
+    vectorised (``vmap`` over the custom call, ``vmap_method="sequential"``): the same draws.
+    (That CPU code lowers the custom call is ``test_auto_path_calls_the_numba_kernel_on_cpu_only``;
+    here its handler is checked to be registered, not to have failed its self-test.)"""
+    from pymc_dpnoise.math import _clipped_normal_jax as J
+
+    model = _readme_like_model(False)
+    means = {}
+    for method in ("sequential", "vectorized"):
+        with model:
+            idata = pm.sample(
+                draws=60,
+                tune=60,
+                chains=2,
+                nuts_sampler="numpyro",
+                nuts={"chain_method": method},
+                progressbar=False,
+                random_seed=3,
+                compute_convergence_checks=False,
+            )
+        means[method] = np.asarray(idata.posterior["mu"])
+    assert J.ffi_target() == J._FFI_NAME
+    np.testing.assert_array_equal(means["sequential"], means["vectorized"])
+    assert 0.0 < means["sequential"].mean() < 2.0
