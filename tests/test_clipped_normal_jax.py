@@ -6,11 +6,11 @@ by the Numba kernel itself as an XLA custom call (``path="ffi"``, :mod:`._xla_ff
 other platforms by the Numba kernel's formulas vectorised in ``jax.numpy`` (``path="xla"``).
 Both are checked here against the Numba kernel on the extreme grids of
 ``test_distributions.py`` (per-report and length-1 parameters; the custom call bit for bit),
-as is the choice between them (``path="auto"``: the custom call in CPU code, the formulas in
-code lowered for a GPU), the handler's refusal of a call frame it cannot serve, the fallback
-when its self-test fails, and the whole through PyTensor's JAX linker and PyMC's
-``get_jaxified_logp`` (what numpyro differentiates).  Every test jits JAX functions:
-``backend``.
+as is the choice between them (``path="platform"``: the custom call in CPU code, the formulas
+in code lowered for a GPU; ``"auto"``: the custom call alone on a CPU-only JAX), the handler's
+refusal of a call frame it cannot serve, the fallback when its self-test fails, and the whole
+through PyTensor's JAX linker and PyMC's ``get_jaxified_logp`` (what numpyro differentiates).
+Every test jits JAX functions: ``backend``.
 """
 
 from __future__ import annotations
@@ -203,19 +203,26 @@ def _lowered_text(f, *args, platforms=None):
     return exported.mlir_module()
 
 
-def test_auto_path_calls_the_numba_kernel_on_cpu_only():
-    """``path="auto"``: code lowered for the CPU calls the custom call (and gives the Numba
-    kernel's numbers), code lowered for a GPU computes the ``jax.numpy`` formulas."""
+@pytest.mark.parametrize("path", ["auto", "platform"])
+def test_cpu_code_calls_the_numba_kernel(path):
+    """``path="platform"``: code lowered for the CPU calls the custom call (and gives the
+    Numba kernel's numbers), code lowered for a GPU computes the ``jax.numpy`` formulas.
+    ``path="auto"`` on this CPU-only JAX: the custom call, without the GPU branch."""
     from pymc_dpnoise.math._clipped_normal_jax import _FFI_NAME, ffi_target
 
     assert ffi_target() == _FFI_NAME
     z = np.array([-3.0, -0.5, 0.0, 0.9, 4.0])
     one = [np.array([v]) for v in (-1.0, 1.0, 0.8)]
-    f = _jax_kernel("auto")(z, *one, grad=True)
+    f = _jax_kernel(path)(z, *one, grad=True)
     mu, sigma = jnp.array([0.2]), jnp.array([1.7])
-    assert _FFI_NAME in _lowered_text(f, mu, sigma)
-    cuda = _lowered_text(f, mu, sigma, platforms=["cuda"])
-    assert _FFI_NAME not in cuda and "erf" in cuda
+    cpu = _lowered_text(f, mu, sigma)
+    assert _FFI_NAME in cpu
+    if path == "platform":
+        cuda = _lowered_text(f, mu, sigma, platforms=["cuda"])
+        assert _FFI_NAME not in cuda and "erf" in cuda
+    else:
+        assert jax.default_backend() == "cpu"
+        assert "erf" not in cpu
     want = _clipped_normal_kernel(z, np.array([0.2]), np.array([1.7]), *one)
     for got, ref in zip(jax.jit(f)(mu, sigma), want, strict=True):
         np.testing.assert_array_equal(np.asarray(got), ref)
@@ -288,7 +295,7 @@ def test_failed_self_test_falls_back_to_the_formulas(monkeypatch):
 def test_numpyro_chain_methods_agree_through_the_custom_call():
     """``pm.sample(nuts_sampler="numpyro")`` with the chains run one after the other and
     vectorised (``vmap`` over the custom call, ``vmap_method="sequential"``): the same draws.
-    (That CPU code lowers the custom call is ``test_auto_path_calls_the_numba_kernel_on_cpu_only``;
+    (That CPU code lowers the custom call is ``test_cpu_code_calls_the_numba_kernel``;
     here its handler is checked to be registered, not to have failed its self-test.)"""
     from pymc_dpnoise.math import _clipped_normal_jax as J
 

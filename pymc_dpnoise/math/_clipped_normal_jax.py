@@ -8,9 +8,10 @@ reports on one thread.  README model, value and gradient inside a ``lax.while_lo
 per evaluation against 313 µs for the ``jax.numpy`` formulas below (naive model: 13), whose dozen fused loops
 XLA's CPU runtime each splits across the cores, and ``pm.sample(nuts_sampler="numpyro")``
 with warm caches 8.7 -> 5.0 CPU-s (naive model 3.7; ``benchmarks/results/jax_per_gradient.md``
-and ``time_to_posterior.md``).  **On other platforms** (``lax.platform_dependent``; the
-custom call is registered for the CPU only), and on CPU when the handler is unavailable or
-fails its self-test, the ``jax.numpy`` formulas run.
+and ``time_to_posterior.md``).  **On other platforms** (when JAX has an accelerator the
+choice is made by ``lax.platform_dependent`` when the code is lowered; the custom call is
+registered for the CPU only), and on CPU when the handler is unavailable or fails its
+self-test, the ``jax.numpy`` formulas run.
 
 The ``jax.numpy`` formulas of the Numba kernel ``_clipped_normal_kernel`` (same branches, same operations,
 the linear-space form ``_inside_linear`` for the reports inside the interval included: with one
@@ -352,12 +353,14 @@ def kernel(z, lower, upper, epsilon, grad, path="auto"):
     epsilon (NumPy vectors of length n or 1); mu and sigma are its only traced inputs.
 
     Returns ``f(mu, sigma)``: log p per report (``grad=False``) or (log p, d/dmu, d/dsigma).
-    ``path``: ``"auto"`` runs the Numba kernel as an XLA custom call on CPU (when
-    :func:`ffi_target` is available) and the ``jax.numpy`` formulas on other platforms;
-    ``"xla"`` the ``jax.numpy`` formulas everywhere; ``"ffi"`` the custom call (CPU only).
+    ``path``: ``"platform"`` runs the Numba kernel as an XLA custom call in code lowered for
+    the CPU (when :func:`ffi_target` is available) and the ``jax.numpy`` formulas in code
+    lowered for other platforms (``lax.platform_dependent``); ``"auto"`` is ``"ffi"`` when
+    JAX's default backend is the CPU, else ``"platform"``; ``"xla"`` the ``jax.numpy``
+    formulas everywhere; ``"ffi"`` the custom call (CPU only).
     """
-    if path not in ("auto", "xla", "ffi"):
-        raise ValueError(f"path: one of 'auto', 'xla', 'ffi', got {path!r}")
+    if path not in ("auto", "platform", "xla", "ffi"):
+        raise ValueError(f"path: one of 'auto', 'platform', 'xla', 'ffi', got {path!r}")
     z, lower, upper, epsilon = (np.asarray(x, dtype=np.float64) for x in (z, lower, upper, epsilon))
     n = z.shape[0]
     a_n = np.broadcast_to(lower, (n,))
@@ -438,7 +441,10 @@ def kernel(z, lower, upper, epsilon, grad, path="auto"):
         def ffi_full(mu, sigma):
             return tuple(call(z, mu, sigma, lower, upper, epsilon))
 
-        if path == "ffi":
+        if path == "ffi" or (path == "auto" and jax.default_backend() == "cpu"):
+            # a CPU-only JAX: no platform_dependent, whose tracing of the jax.numpy branch
+            # cost 0.43 CPU-s per process (README model; code exported from here for a GPU
+            # would then fail to load there, naming the custom call)
             full = ffi_full
         else:
 

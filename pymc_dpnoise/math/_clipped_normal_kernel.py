@@ -273,6 +273,11 @@ def _inside_linear(zi, a, inv_s, inv_sg, kap, ze, lin):
     )
 
 
+#: the same function called (not inlined into Numba's IR): the per-report loop is scalar, and
+#: inlining it there cost compile time only
+_inside_linear_call = _helper(_inside_linear.py_func)
+
+
 @_helper
 def _outside_constants(al, be, kap, eps, lphi_a, r_a, lphi_b, r_b, log_2s, sg):
     """log(p) + distance/s and the derivatives of a report left of a and right of b:
@@ -408,7 +413,9 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
         zi = z[i]
         if zi > a and zi < b:
             if fast:
-                v, g_mu, g_sig = _inside_linear(zi, a, inv_s, inv_sg, kap, (zi - m) * inv_sg, lin)
+                v, g_mu, g_sig = _inside_linear_call(
+                    zi, a, inv_s, inv_sg, kap, (zi - m) * inv_sg, lin
+                )
                 lp[i] = v - log_2s
                 dmu[i] = g_mu
                 dsig[i] = g_sig

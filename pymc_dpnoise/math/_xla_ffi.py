@@ -31,7 +31,7 @@ A handler checks the argument and result counts and that every buffer is float64
 into XLA's API).  :func:`register_target` additionally runs each handler once per process against
 the Numba kernel (a self-test) before JAX code is built on it, and the JAX functions fall back
 to their ``jax.numpy`` kernels when that fails and on other platforms than the CPU (GPU, TPU:
-``lax.platform_dependent``).  XLA calls a handler registered this way at its execute stage
+chosen by ``lax.platform_dependent`` when JAX has an accelerator).  XLA calls a handler registered this way at its execute stage
 only, from any of its threads: the kernels keep no state.
 """
 
@@ -85,6 +85,17 @@ _i64 = _load(64)
 _i32 = _load(32)
 _set_i64 = _store(64)
 _set_i32 = _store(32)
+
+
+@intrinsic
+def _set_f64(typingctx, addr, value):
+    sig = types.void(types.intp, types.float64)
+
+    def codegen(context, builder, signature, args):
+        builder.store(args[1], builder.inttoptr(args[0], ir.DoubleType().as_pointer()))
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @intrinsic
@@ -144,20 +155,26 @@ def serve(frame, n_args, n_rets):
         _set_i32(meta + 32, 0)  # traits
         _set_i64(meta + 40, 0)  # state_type_id: XLA_FFI_UNKNOWN_TYPE_ID
         return False
-    ok = _i64(frame + 56) == n_args and _i64(frame + 96) == n_rets
-    for table, types_at, count in ((ARGS, 64, _i64(frame + 56)), (RETS, 104, _i64(frame + 96))):
-        for i in range(count):
-            buf = _i64(_i64(frame + table) + 8 * i)
-            kind = _i32(_i64(frame + types_at) + 4 * i)
-            if kind != BUFFER or _i32(buf + 16) != F64 or _i64(buf + 32) > 1:
-                ok = False
+    n_a = _i64(frame + 56)
+    n_r = _i64(frame + 96)
+    ok = n_a == n_args and n_r == n_rets
+    # arguments then results: (types table, buffer table) at (64, 72) and (104, 112)
+    for k in range(n_a + n_r):
+        off = 0 if k < n_a else 40
+        i = k if k < n_a else k - n_a
+        buf = _i64(_i64(frame + 72 + off) + 8 * i)
+        is_f64 = _i32(_i64(frame + 64 + off) + 4 * i) == BUFFER and _i32(buf + 16) == F64
+        ok = ok and is_f64 and _i64(buf + 32) <= 1
     if not ok:
-        for i in range(_i64(frame + 96)):
+        for i in range(n_r):
             buf = _i64(_i64(frame + RETS) + 8 * i)
             if _i32(_i64(frame + 104) + 4 * i) == BUFFER and _i32(buf + 16) == F64:
-                x = carray(_buffer_data(frame, RETS, i), (_buffer_length(frame, RETS, i),))
-                for j in range(x.shape[0]):
-                    x[j] = np.nan
+                data = _i64(buf + 24)
+                size = 1
+                for d in range(_i64(buf + 32)):
+                    size *= _i64(_i64(buf + 40) + 8 * d)
+                for j in range(size):
+                    _set_f64(data + 8 * j, np.nan)
     return ok
 
 
