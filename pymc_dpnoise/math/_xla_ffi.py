@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import carray, njit, types
-from numba.extending import intrinsic, overload
+from numba import njit, types
+from numba.extending import intrinsic
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
@@ -99,7 +99,7 @@ def _set_f64(typingctx, addr, value):
 
 
 @intrinsic
-def _buffer_data(typingctx, frame, table, i):
+def buffer_data(typingctx, frame, table, i):
     """``double*`` data of buffer ``i`` of the frame's argument (``table`` 72) or result
     (112) table."""
     sig = types.CPointer(types.float64)(types.intp, types.intp, types.intp)
@@ -113,7 +113,7 @@ def _buffer_data(typingctx, frame, table, i):
 
 
 @intrinsic
-def _buffer_length(typingctx, frame, table, i):
+def buffer_length(typingctx, frame, table, i):
     """Length of buffer ``i`` (rank 0: 1, rank 1: its dimension) of a table as above."""
     sig = types.intp(types.intp, types.intp, types.intp)
 
@@ -176,28 +176,6 @@ def serve(frame, n_args, n_rets):
                 for j in range(size):
                     _set_f64(data + 8 * j, np.nan)
     return ok
-
-
-@njit(cache=True)
-def copy(src, dst):
-    """``dst[:] = src`` without NumPy's shape checks (whose error message Numba would
-    compile); lengths equal by construction."""
-    for i in range(dst.shape[0]):
-        dst[i] = src[i]
-
-
-def array(frame, table, i):
-    """Buffer ``i`` of the argument (``ARGS``) or result (``RETS``) table as a float64 array
-    (no copy); used inside a handler."""
-    raise NotImplementedError  # pragma: no cover -- replaced by the overload below
-
-
-@overload(array, inline="always")
-def _array(frame, table, i):
-    def impl(frame, table, i):
-        return carray(_buffer_data(frame, table, i), (_buffer_length(frame, table, i),))
-
-    return impl
 
 
 _TARGETS: dict[str, str | None] = {}
