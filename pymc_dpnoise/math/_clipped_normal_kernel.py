@@ -273,9 +273,15 @@ def _inside_linear(zi, a, inv_s, inv_sg, kap, ze, lin):
     )
 
 
-#: the same function called (not inlined into Numba's IR): the per-report loop is scalar, and
-#: inlining it there cost compile time only
-_inside_linear_call = _helper(_inside_linear.py_func)
+@_helper
+def _inside_linear_call(zi, a, inv_s, inv_sg, kap, ze, lin):
+    """:func:`_inside_linear` as a called function (not inlined into Numba's IR): the
+    per-report loop is scalar, and inlining it there cost compile time only.  (A function of
+    its own, not a second dispatcher of ``_inside_linear.py_func``: Numba's disk cache is
+    keyed by the function's name and source, so two dispatchers of one function with
+    different options would load each other's compiled code — one without the Python entry
+    point the other needs.)"""
+    return _inside_linear(zi, a, inv_s, inv_sg, kap, ze, lin)
 
 
 @_helper
