@@ -117,6 +117,20 @@ P_OK = 1e-4  # false-alarm rate of each check (OpenDP's noise cannot be seeded)
 N_VECTOR, N_ATOM = 20_000, 4_000  # draws per check (an atom measurement is one call per draw)
 
 
+def _fitting_sample(draw, pvalue):
+    """``(draws, p)``: a sample of OpenDP's noise and its p-value against the spec, from a
+    second, independent sample when the first is rejected at ``P_OK``.  OpenDP's noise cannot
+    be seeded; a real mismatch is rejected in every sample (p ~ 0), a false alarm (rate
+    ``P_OK`` per check, ~1e-3 per run over this file's checks: one happened in CI) almost
+    never twice, so a check fails falsely at rate ``P_OK**2``."""
+    draws = draw()
+    p = pvalue(draws)
+    if p <= P_OK:
+        draws = draw()
+        p = pvalue(draws)
+    return draws, p
+
+
 def _noise_pvalue(draws, kind, param):
     k = window(param)
     return chisq_pvalue(draws, k, PMFS[kind](k, param))
@@ -153,11 +167,13 @@ def test_integer_measurement_noise_matches_the_spec(kind, T, vector, scale, coun
     assert meas.map(1) == pytest.approx(budget, rel=MAP_RTOL)
     assert clamp_from_measurement(meas) == ({"lower": 0} if T.startswith("u") else {})
 
-    if vector:
-        draws = np.asarray(meas([count] * N_VECTOR), dtype=np.int64) - count
-    else:
-        draws = np.fromiter((meas(count) for _ in range(N_ATOM)), np.int64, N_ATOM) - count
-    assert _noise_pvalue(draws, kind, scale) > P_OK
+    def draw():
+        if vector:
+            return np.asarray(meas([count] * N_VECTOR), dtype=np.int64) - count
+        return np.fromiter((meas(count) for _ in range(N_ATOM)), np.int64, N_ATOM) - count
+
+    draws, p = _fitting_sample(draw, lambda d: _noise_pvalue(d, kind, scale))
+    assert p > P_OK
     # power: a scale off by 20% is rejected, and at a small scale the rounded continuous noise
     assert _noise_pvalue(draws, kind, 1.2 * scale) < P_OK
     if scale < 1:
@@ -187,9 +203,12 @@ def test_float_measurement_is_the_continuous_spec(gaussian):
     spec = noise.from_opendp(meas)
     assert spec == (noise.Gaussian(3.0) if gaussian else noise.Laplace(3.0))
     assert clamp_from_measurement(meas) == {}
-    draws = np.asarray(meas([0.0] * 10_000))
     dist = stats.norm if gaussian else stats.laplace
-    assert stats.kstest(draws, dist(scale=3.0).cdf).pvalue > P_OK
+    draws, p = _fitting_sample(
+        lambda: np.asarray(meas([0.0] * 10_000)),
+        lambda d: stats.kstest(d, dist(scale=3.0).cdf).pvalue,
+    )
+    assert p > P_OK
     assert stats.kstest(draws, dist(scale=3.6).cdf).pvalue < P_OK
     # an f32 distance converts with a relative error of ~4e-8: still within MAP_RTOL
     meas32 = make(dp.atom_domain(T="f32", nan=False), dp.absolute_distance(T="f32"), scale=3.0)
@@ -275,24 +294,32 @@ def test_other_measurements_are_refused(build, d_in, error, match):
 
 def test_count_releases_state_their_budget_and_noise():
     counts = np.full(N_VECTOR, 7)
-    rel = release_discrete_gaussian_counts(counts, rho=0.02)
     sigma = 1.0 / np.sqrt(0.04)
+    rel, p = _fitting_sample(
+        lambda: release_discrete_gaussian_counts(counts, rho=0.02),
+        lambda r: _noise_pvalue(r.reports - 7, "gaussian", sigma),
+    )
     assert rel.rho == pytest.approx(0.02, rel=1e-12) and rel.epsilon is None
     assert rel.model_kwargs == {"noise": noise.DiscreteGaussian(sigma)}
     assert rel.reports.shape == counts.shape and rel.reports.dtype == np.int64
-    assert _noise_pvalue(rel.reports - 7, "gaussian", sigma) > P_OK
+    assert p > P_OK
     assert _noise_pvalue(rel.reports - 7, "gaussian", 1.2 * sigma) < P_OK
 
     # unsigned: OpenDP's saturating cast censors at 0, which model_kwargs says (lower=0)
-    rel = release_discrete_laplace_counts(np.full(N_VECTOR, 2), epsilon=0.5, sensitivity=1, T="u32")
-    assert rel.epsilon == pytest.approx(0.5, rel=1e-12) and rel.rho is None
-    assert rel.model_kwargs == {"noise": noise.DiscreteLaplace(2.0), "lower": 0}
     k = window(2.0)
     pmf = pmf_discrete_laplace(k, 2.0)
     support = np.arange(0, k.max() + 3)
     censored = np.concatenate([[pmf[k <= -2].sum()], pmf[k >= -1]])
+    rel, p = _fitting_sample(
+        lambda: release_discrete_laplace_counts(
+            np.full(N_VECTOR, 2), epsilon=0.5, sensitivity=1, T="u32"
+        ),
+        lambda r: chisq_pvalue(r.reports.astype(np.int64), support, censored),
+    )
+    assert rel.epsilon == pytest.approx(0.5, rel=1e-12) and rel.rho is None
+    assert rel.model_kwargs == {"noise": noise.DiscreteLaplace(2.0), "lower": 0}
     assert rel.reports.min() >= 0
-    assert chisq_pvalue(rel.reports.astype(np.int64), support, censored) > P_OK
+    assert p > P_OK
     assert np.mean(rel.reports == 0) > 0.15  # the atom: P(noise <= -2) = e^{-1}/(1 + e^{-1/2})
 
     one = release_discrete_laplace_counts(12, epsilon=1.0, sensitivity=2)

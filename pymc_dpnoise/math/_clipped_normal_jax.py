@@ -5,10 +5,11 @@ Two implementations behind one function, :func:`kernel`.  **On CPU** XLA calls t
 kernel ``_clipped_normal_kernel`` itself as a custom call (:mod:`._xla_ffi`; the handler in
 ``_clipped_normal_ffi``): the Numba backend's numbers bit for bit, and one loop over the
 reports on one thread.  README model, value and gradient inside a ``lax.while_loop``: 46 µs
-per evaluation against 313 µs for the ``jax.numpy`` formulas below (naive model: 13), whose dozen fused loops
-XLA's CPU runtime each splits across the cores, and ``pm.sample(nuts_sampler="numpyro")``
-with warm caches 8.7 -> 5.0 CPU-s (naive model 3.7; ``benchmarks/results/jax_per_gradient.md``
-and ``time_to_posterior.md``).  **On other platforms** (when JAX has an accelerator the
+per evaluation against 313 µs for the ``jax.numpy`` formulas below (naive model: 13), whose
+dozen fused loops XLA's CPU runtime each splits across the cores
+(``benchmarks/results/jax_per_gradient.md``); ``pm.sample(nuts_sampler="numpyro")`` with
+warm caches went from 2.69 to 1.24 times the naive model's CPU time
+(``time_to_posterior.md``).  **On other platforms** (when JAX has an accelerator the
 choice is made by ``lax.platform_dependent`` when the code is lowered; the custom call is
 registered for the CPU only), and on CPU when the handler is unavailable or fails its
 self-test, the ``jax.numpy`` formulas run.
