@@ -10,6 +10,10 @@ that process.
 ``models``  ``model.logp_dlogp_function()`` of a ``time_to_posterior`` model: the rewrites
             (``compile``) and the first call (Numba's JIT of the graph), with the logp and
             gradient at the initial point, so that two trees can be compared.
+``jax``     the README model under JAX as numpyro runs it: ``build`` = loading the
+            clipped-normal kernel's XLA custom call (``ffi_target()``: Numba compiles the
+            handler and the kernel, then one self-test call), ``first call`` = PyMC's
+            ``get_jaxified_logp`` and a jitted ``value_and_grad`` at the initial point.
 
 Run: ``.venv/bin/python benchmarks/cold_compile_parts.py`` (``--tree DIR`` measures the package
 of another checkout, e.g. a ``git archive`` of an older commit, for the models; ``--label``
@@ -83,6 +87,34 @@ def model_case(model: str) -> dict:
     }
 
 
+def jax_case(model: str) -> dict:
+    import jax
+    import numpy as np
+    from pymc.sampling.jax import get_jaxified_logp
+
+    sys.path.insert(0, str(HERE))
+    from time_to_posterior import build
+
+    m = build(model, True)
+    t0 = cpu()
+    from pymc_dpnoise.math._clipped_normal_jax import ffi_target
+
+    if ffi_target() is None:
+        raise RuntimeError("the XLA custom call is not available")
+    t1 = cpu()
+    logp = get_jaxified_logp(m)
+    ip = m.initial_point()
+    x = [np.asarray(ip[v.name]) for v in m.value_vars]
+    value, grad = jax.jit(jax.value_and_grad(lambda xs: logp(xs)))(x)
+    t2 = cpu()
+    return {
+        "compile": t1 - t0,
+        "first_call": t2 - t1,
+        "logp": float(value),
+        "grad": [float(g) for g in np.ravel(grad)],
+    }
+
+
 def run(spec: dict, tree: Path | None) -> dict:
     sys.path.insert(0, str(HERE))
     from _common import run_worker, worker_env
@@ -111,7 +143,8 @@ def main():
     args = ap.parse_args()
     if args.worker:
         spec = json.loads(args.worker)
-        res = op_case(spec["case"]) if spec["kind"] == "op" else model_case(spec["case"])
+        case = {"op": op_case, "model": model_case, "jax": jax_case}[spec["kind"]]
+        res = case(spec["case"])
         print(json.dumps(res))
         return
     t_start = time.perf_counter()
@@ -122,9 +155,10 @@ def main():
     cases = args.cases.split(",")
     specs = [("op", c) for c in OPS if "ops" in cases]
     specs += [("model", c) for c in args.models.split(",") if "models" in cases]
+    specs += [("jax", "readme")] if "jax" in cases else []
     for kind, case in specs:
-        res = run({"kind": kind, "case": case}, args.tree if kind == "model" else None)
-        res.update(kind=kind, case=case, tree=args.label if kind == "model" else "-")
+        res = run({"kind": kind, "case": case}, None if kind == "op" else args.tree)
+        res.update(kind=kind, case=case, tree="-" if kind == "op" else args.label)
         print(json.dumps(res), flush=True)
         rows.append(res)
     for r in rows:

@@ -52,50 +52,38 @@ BUFFER = 1
 METADATA = 1
 
 
-def _load(width):
+def _load(nb_type, ll_type):
+    """An intrinsic reading a ``nb_type`` at an address."""
+
     @intrinsic
     def load(typingctx, addr):
-        sig = (types.int64 if width == 64 else types.int32)(types.intp)
-
         def codegen(context, builder, signature, args):
-            ty = _I64 if width == 64 else _I32
-            return builder.load(builder.inttoptr(args[0], ty.as_pointer()))
+            return builder.load(builder.inttoptr(args[0], ll_type.as_pointer()))
 
-        return sig, codegen
+        return nb_type(types.intp), codegen
 
     return load
 
 
-def _store(width):
+def _store(nb_type, ll_type):
+    """An intrinsic writing a ``nb_type`` at an address."""
+
     @intrinsic
     def store(typingctx, addr, value):
-        sig = types.void(types.intp, types.int64 if width == 64 else types.int32)
-
         def codegen(context, builder, signature, args):
-            ty = _I64 if width == 64 else _I32
-            builder.store(args[1], builder.inttoptr(args[0], ty.as_pointer()))
+            builder.store(args[1], builder.inttoptr(args[0], ll_type.as_pointer()))
             return context.get_dummy_value()
 
-        return sig, codegen
+        return types.void(types.intp, nb_type), codegen
 
     return store
 
 
-_i64 = _load(64)
-_i32 = _load(32)
-_set_i64 = _store(64)
-_set_i32 = _store(32)
-
-
-@intrinsic
-def _set_f64(typingctx, addr, value):
-    sig = types.void(types.intp, types.float64)
-
-    def codegen(context, builder, signature, args):
-        builder.store(args[1], builder.inttoptr(args[0], ir.DoubleType().as_pointer()))
-        return context.get_dummy_value()
-
-    return sig, codegen
+_i64 = _load(types.int64, _I64)
+_i32 = _load(types.int32, _I32)
+_set_i64 = _store(types.int64, _I64)
+_set_i32 = _store(types.int32, _I32)
+_set_f64 = _store(types.float64, ir.DoubleType())
 
 
 @intrinsic
