@@ -10,7 +10,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: setup demo test test-backend test-heavy test-slow lint docs notebooks notebooks-full clean
+.PHONY: setup kernels demo test test-backend test-heavy test-slow lint docs notebooks notebooks-full clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then "$$(scripts/find-python.sh)" -m venv $(VENV); fi
@@ -20,6 +20,15 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The Numba kernels compiled ahead of time (pymc_dpnoise/math/_aot.py).  Installing the package
+# builds them (hatch_build.py); this rebuilds them after a kernel's source changed (else the
+# package compiles that kernel at first use and test_aot.py says the build is stale).
+AOT := pymc_dpnoise/math/_aot_objects/manifest.json
+$(AOT): $(wildcard pymc_dpnoise/math/*.py) | $(STAMP)
+	$(PY) pymc_dpnoise/math/_aot_build.py pymc_dpnoise/math/_aot_objects
+
+kernels: $(AOT)
+
 demo: $(STAMP)
 	$(PY) -m pymc_dpnoise demo
 
@@ -27,20 +36,20 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: $(STAMP) lint
+test: $(STAMP) $(AOT) lint
 	$(PY) -m pytest -m "not slow and not backend and not heavy" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # Numba/C/JAX compiles and nutpie/numpyro runs (tests/README.md, "Compile mode"); CI runs it
 # after `make test`.
-test-backend: $(STAMP)
+test-backend: $(STAMP) $(AOT)
 	$(PY) -m pytest -m "backend and not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # Checks too expensive for the default run (large reference grids, direct integrations,
 # statistical draws checks; tests/README.md, "Rules" 7); CI runs it after `make test-backend`.
-test-heavy: $(STAMP)
+test-heavy: $(STAMP) $(AOT)
 	$(PY) -m pytest -m "heavy and not slow" -n 2 --dist loadgroup $(PYTEST_ARGS)
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(AOT)
 	$(PY) -m pytest -m slow -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 notebooks: $(STAMP)

@@ -26,3 +26,13 @@ def _doctest_compile_mode(request):
 
     with pytensor.config.change_flags(mode=TEST_MODE, cxx=""):
         yield
+
+
+# Modules without doctests whose import compiles Numba C entry points (seconds each): the C
+# entry points built with the package (pymc_dpnoise/math/_aot.py) and the XLA handler; their
+# tests import them where needed.
+collect_ignore = [
+    "pymc_dpnoise/math/_aot_entries.py",
+    "pymc_dpnoise/math/_aot_build.py",
+    "pymc_dpnoise/math/_clipped_normal_ffi.py",
+]

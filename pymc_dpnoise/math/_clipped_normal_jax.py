@@ -324,22 +324,41 @@ _FFI_NAME = "pymc_dpnoise_clipped_normal"
 
 
 def _load_handler():
+    """The handler's address: compiled when the package was built (:mod:`._aot`), else by
+    Numba now."""
+    from . import _aot
+
+    addr = _aot.address("clipped_normal_xla")
+    if addr is not None:
+        return addr
     from ._clipped_normal_ffi import clipped_normal_handler
 
-    return clipped_normal_handler
+    return clipped_normal_handler.address
+
+
+def reference_kernel(*args):
+    """The Numba kernel's (log p, d/dmu, d/dsigma): the precompiled entry where it is used
+    (checked at load against the just-in-time kernel's values at build time), else the
+    just-in-time kernel."""
+    from . import _aot
+
+    entry = _aot.entry_function("clipped_normal", 6, 3)
+    if entry is not None:
+        return _aot.call_entry(entry, args, 3)
+    from ._clipped_normal_kernel import _clipped_normal_kernel
+
+    return _clipped_normal_kernel(*args)
 
 
 def _ffi_self_test(name):
     """The handler through ``ffi_call`` equals the Numba kernel on reports in all three
     regions, per-report and length-1 parameters."""
-    from ._clipped_normal_kernel import _clipped_normal_kernel
-
     z = np.array([-7.0, -1.0, -0.2, 0.4, 1.0, 30.0])
     args = [z, np.array([0.3]), np.linspace(0.5, 2.0, 6), np.array([-1.0]), np.array([1.0])]
     args.append(np.array([0.7]))
     shape = jax.ShapeDtypeStruct(z.shape, jnp.float64)
     got = _xla_ffi.run_on_cpu(jax.ffi.ffi_call(name, (shape,) * 3), *args)
-    want = _clipped_normal_kernel(*args)
+    want = reference_kernel(*args)
     return all(np.array_equal(np.asarray(g), w) for g, w in zip(got, want, strict=True))
 
 

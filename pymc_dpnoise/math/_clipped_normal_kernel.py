@@ -327,8 +327,8 @@ def _param_terms(m, sg, a, b, eps):
 
 
 @_helper
-def _one_set(z, m, sg, a, b, eps):
-    """:func:`_clipped_normal_kernel` for one parameter set in the linear-space region, in
+def _one_set(z, m, sg, a, b, eps, lp, dmu, dsig):
+    """:func:`_clipped_normal_into` for one parameter set in the linear-space region, in
     passes LLVM vectorises: every report by the outside formula (selects), then the reports
     inside (a, b), gathered into a contiguous block, by :func:`_inside_linear`, scattered
     back.  Same formulas and values as the per-report loop."""
@@ -338,9 +338,6 @@ def _one_set(z, m, sg, a, b, eps):
         al, be, kap, eps, lphi_a, r_a, lphi_b, r_b, log_2s, sg
     )
     lin = _linear_params(al, be, kap, eps)
-    lp = np.empty(n)
-    dmu = np.empty(n)
-    dsig = np.empty(n)
     for i in range(n):
         zi = z[i]
         left = zi <= a
@@ -369,12 +366,23 @@ def _one_set(z, m, sg, a, b, eps):
         lp[i] = v_lp[j]
         dmu[i] = v_mu[j]
         dsig[i] = v_sg[j]
-    return lp, dmu, dsig
 
 
 @_njit
 def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
     """Per report: log p, d log p / d mu, d log p / d sigma (parameters of length 1 or n)."""
+    n = z.shape[0]
+    lp = np.empty(n)
+    dmu = np.empty(n)
+    dsig = np.empty(n)
+    _clipped_normal_into(z, mu, sigma, lower, upper, epsilon, lp, dmu, dsig)
+    return lp, dmu, dsig
+
+
+@_helper
+def _clipped_normal_into(z, mu, sigma, lower, upper, epsilon, lp, dmu, dsig):
+    """:func:`_clipped_normal_kernel` writing into ``lp``, ``dmu``, ``dsig`` (length n): the
+    function the precompiled entry points and the XLA handler run on their buffers."""
     n = z.shape[0]
     if mu.shape[0] == 1 and sigma.shape[0] == 1 and lower.shape[0] == 1:
         if upper.shape[0] == 1 and epsilon.shape[0] == 1:
@@ -384,10 +392,8 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
             al = (a - m) / sg
             be = (b - m) / sg
             if eps <= _FAST_EPS and kap <= _FAST_KAP and al >= -_FAST_AB and be <= _FAST_AB:
-                return _one_set(z, m, sg, a, b, eps)
-    lp = np.empty(n)
-    dmu = np.empty(n)
-    dsig = np.empty(n)
+                _one_set(z, m, sg, a, b, eps, lp, dmu, dsig)
+                return
     i_m = 1 if mu.shape[0] > 1 else 0
     i_s = 1 if sigma.shape[0] > 1 else 0
     i_a = 1 if lower.shape[0] > 1 else 0
@@ -454,4 +460,3 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
         lp[i] = (gl_v if left else gr_v) - ((a - zi) if left else (zi - b)) * inv_s
         dmu[i] = gl_mu if left else gr_mu
         dsig[i] = gl_sig if left else gr_sig
-    return lp, dmu, dsig

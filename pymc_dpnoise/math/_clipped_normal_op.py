@@ -54,6 +54,13 @@ Everything that depends on the parameters only (:math:`\log\Phi(\alpha)`, the ta
 :math:`\alpha` and :math:`-\beta`, the outside constants) is computed once per distinct
 parameter value, so reports outside the clipping interval cost one affine function each.
 
+**Compiled when the package is built.**  The Numba backend and ``perform`` call the kernel's
+C entry point compiled by the package's build hook (:mod:`pymc_dpnoise.math._aot`; the same
+numbers to the bit) where this installation has it, so that no model compiles the kernel at
+first use: README example from empty compile caches, PyMC's sampler, ~8 -> ~5.5 CPU-s
+(naive model ~4; ``benchmarks/results/time_to_posterior.md``).  Elsewhere Numba compiles the
+kernel at first use (~3 CPU-s, then from its disk cache).
+
 Gradients with respect to the reports, the bounds and ε (data in every model of the
 package, but allowed to be variables) and second derivatives are taken from the PyTensor
 graph of the same formulas (:func:`pymc_dpnoise.math.clipped._clipped_normal_dense`), built
@@ -86,8 +93,8 @@ from pytensor.graph.op import Op
 from pytensor.graph.traversal import ancestors
 
 from .._jax_dispatch import when_jax_dispatch_loads
+from . import _aot, _simd
 from . import _clipped_normal_kernel as _kernel_module
-from . import _simd
 from ._clipped_normal_kernel import _clipped_normal_kernel
 from ._jit import njit as _njit
 from ._op_support import perform_kernel, register_numba_kernel, register_shared_kernel
@@ -137,6 +144,12 @@ class ClippedNormalLaplaceOp(Op):
         return Apply(self, inputs, [out() for _ in range(3 if self.grad else 1)])
 
     def perform(self, node, inputs, outputs):
+        entry = _aot.entry_function("clipped_normal", 6, 3)
+        if entry is not None:
+            res = _aot.call_entry(entry, inputs, 3)
+            for o, r in zip(outputs, res, strict=False):
+                o[0] = r
+            return
         perform_kernel(_clipped_normal_kernel, inputs, outputs)
 
     def infer_shape(self, node, shapes):
@@ -209,7 +222,12 @@ register_shared_kernel(ClippedNormalLaplaceOp)
 
 
 def _numba_clipped_normal(op, node):
-    return _clipped_normal_kernel if op.grad else _clipped_normal_value
+    # the entry compiled when the package was built, where it can be used (see ._aot);
+    # the cache key tells the two apart, so a cached graph never calls the other one
+    fn = _aot.numba_function("clipped_normal", grad=op.grad)
+    if fn is not None:
+        return fn, _aot.symbol("clipped_normal")
+    return (_clipped_normal_kernel if op.grad else _clipped_normal_value), "jit"
 
 
 def _register_jax():
@@ -296,7 +314,7 @@ def _register_jax():
 
 _NUMBA_REGISTERED = register_numba_kernel(
     ClippedNormalLaplaceOp,
-    [__file__, _kernel_module.__file__, _simd.__file__],
+    [__file__, _kernel_module.__file__, _simd.__file__, _aot.__file__],
     _numba_clipped_normal,
 )
 when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users

@@ -170,7 +170,7 @@ _TARGETS: dict[str, str | None] = {}
 
 
 def register_target(name: str, load_handler, self_test) -> str | None:
-    """Register the handler ``load_handler()`` (a Numba ``cfunc``) under ``name`` for XLA's
+    """Register the handler at address ``load_handler()`` (a Numba ``cfunc``'s) under ``name`` for XLA's
     CPU platform, once per process, and return ``name`` if ``self_test(name)`` then holds
     (the handler's results through ``jax.ffi.ffi_call`` equal the Numba kernel's), else
     ``None`` with a warning (the caller uses its ``jax.numpy`` kernel: the same numbers to
@@ -181,7 +181,7 @@ def register_target(name: str, load_handler, self_test) -> str | None:
             import jax
 
             handler = load_handler()
-            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler.address), platform="cpu")
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler), platform="cpu")
             problem = None if self_test(name) else "its self-test failed"
         except Exception as exc:  # any failure means: use the jax.numpy kernel
             problem = f"{type(exc).__name__}: {exc}"
