@@ -5,6 +5,10 @@ model a user would write for the same released data (the noise ignored):
 
 ``readme``          README example: 5,000 ``LaplacePerturbedClippedNormal`` reports (ε = 1)
                     vs ``pm.Normal`` on the reports
+``readme-jit``      the README example with the package's precompiled kernels switched off
+                    (``PYMC_DPNOISE_PRECOMPILED=0``): Numba compiles the clipped-normal
+                    kernel at first use, as before the kernels were compiled at build time
+                    (``pymc_dpnoise/math/_aot.py``); compared with the README's naive model
 ``readme-summary``  the same reports through ``pmd.summarize`` +
                     ``LaplacePerturbedClippedNormalSummary`` (binned, O(bins) per gradient)
 ``counts``          ``NoisyBinomial``, 4 groups (n = 40…5000), discrete Gaussian ρ = 0.1,
@@ -47,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 NAME = "time_to_posterior"
 MODELS = (
     "readme",
+    "readme-jit",
     "readme-summary",
     "counts",
     "frequency",
@@ -162,6 +167,12 @@ def build(model: str, noise_aware: bool):
 
 
 def worker(spec: dict) -> dict:
+    import os
+
+    model = spec["model"]
+    if model == "readme-jit":
+        os.environ["PYMC_DPNOISE_PRECOMPILED"] = "0"
+        model = "readme"
     c0 = cpu_now()
     import numpy as np
     import pymc as pm
@@ -169,7 +180,7 @@ def worker(spec: dict) -> dict:
     import pymc_dpnoise  # noqa: F401
 
     c1 = cpu_now()
-    m = build(spec["model"], spec["variant"] == "noise-aware")
+    m = build(model, spec["variant"] == "noise-aware")
     c2 = cpu_now()
     kw = dict(
         chains=2,
@@ -188,12 +199,17 @@ def worker(spec: dict) -> dict:
         idata = pm.sample(**kw)
     c3 = cpu_now()
     first = m.free_RVs[0].name
+    from pymc_dpnoise.math import _aot
+
     return {
         "import": c1 - c0,
         "build": c2 - c1,
         "sample": c3 - c2,
         "cpu": c3 - c0,
         "post_mean_" + first: float(np.asarray(idata.posterior[first]).mean()),
+        # whether the package's kernels compiled at build time were used (all models run in
+        # the same installation; only the clipped-normal kernel has them)
+        "precompiled": _aot.status(),
     }
 
 
@@ -227,7 +243,7 @@ def table(rows):
     out = []
     keys = sorted({(m, s) for m, s, _, _ in cells}, key=lambda k: (MODELS.index(k[0]), k[1]))
     for model, sampler in keys:
-        base = "readme" if model == "readme-summary" else model
+        base = "readme" if model.startswith("readme") else model
         row = {"model": model, "sampler": sampler}
         for c in ("cold", "warm"):
             a = cells.get((model, sampler, "noise-aware", c))
@@ -281,7 +297,9 @@ def main():
         for model in [] if args.merge else args.models.split(","):
             for sampler in args.samplers.split(","):
                 variants = (
-                    ["noise-aware"] if model == "readme-summary" else ["noise-aware", "naive"]
+                    ["noise-aware"]
+                    if model in ("readme-summary", "readme-jit")
+                    else ["noise-aware", "naive"]
                 )
                 done = {(r["model"], r["sampler"], r["variant"]) for r in rows}
                 variants = [
