@@ -1,12 +1,16 @@
 """The kernels compiled when the package is built (``pymc_dpnoise/math/_aot.py``).
 
 Checked: that this installation uses them (the build hook ran, with the Numba that runs
-here); that they give the just-in-time kernel's numbers to the bit on grids reaching every
-region and both tails, with per-report and length-1 parameters and strided inputs, through
-ctypes, through ``Op.perform`` and through PyTensor's Numba backend; that the portable
-``x86-64-v3`` variant, loaded on its own, does too; and that the loader refuses entries
-built by another Numba, from other sources, for a CPU this one is not, or that fail their
-load-time check — the kernel is then compiled at first use, as before.
+here); that they give the just-in-time kernel's numbers to the bit (signed zeros included) on
+grids reaching every region and both tails, with per-report and length-1 parameters and
+strided inputs, through ctypes, through ``Op.perform`` and through PyTensor's Numba backend;
+that the portable ``x86-64-v3`` variant, alone in a fresh process, does too; that a failure
+inside the entry raises (``MemoryError``, ``ValueError`` for mismatched lengths) instead of
+returning half-written outputs; that the loader refuses entries built by another Numba, from
+other sources, for a CPU this one is not, whose files are damaged (in a fresh process: LLVM
+would abort it), that call a symbol this process lacks, or that fail their load-time check;
+and that where the entries are not used the just-in-time kernel runs on every path (perform,
+Numba backend, XLA handler) with the same numbers.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,10 +66,27 @@ def _grids(seed=0):
 
 
 def _entry():
+    """The loaded entry; a failure (not a skip) where this installation should have it."""
+    if DISABLED:
+        pytest.skip("PYMC_DPNOISE_PRECOMPILED=0")
     entry = _aot.entry_function("clipped_normal", 6, 3)
     if entry is None:
-        pytest.skip(f"precompiled kernels {_aot.status()}")
+        pytest.fail(f"precompiled kernels {_aot.status()} (after editing a kernel: make kernels)")
     return entry
+
+
+def assert_same_bits(got, want):
+    """Equal to the bit: signed zeros told apart (``assert_array_equal`` takes -0.0 == 0.0)."""
+    got, want = np.asarray(got), np.asarray(want)
+    np.testing.assert_array_equal(got, want)
+    assert _aot.same_bits(got, want), "equal values, different bits (signed zeros?)"
+
+
+def _run(code):
+    """``code`` in a fresh Python (an object LLVM cannot load aborts its process)."""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.skipif(DISABLED, reason="PYMC_DPNOISE_PRECOMPILED=0")
@@ -80,7 +102,7 @@ def test_entry_equals_the_jit_kernel_to_the_bit():
         got = _aot.call_entry(entry, args, 3)
         want = _clipped_normal_kernel(*args)
         for g, w in zip(got, want, strict=True):
-            np.testing.assert_array_equal(g, w)
+            assert_same_bits(g, w)
 
 
 def test_entry_reads_strided_and_reversed_inputs():
@@ -91,10 +113,10 @@ def test_entry_reads_strided_and_reversed_inputs():
     assert all(w.strides[0] == 16 for w in wide) and rev[0].strides[0] == -8
     want = _clipped_normal_kernel(z, *params)
     for g, w in zip(_aot.call_entry(entry, wide, 3), want, strict=True):
-        np.testing.assert_array_equal(g, w)
+        assert_same_bits(g, w)
     want_rev = _clipped_normal_kernel(*(np.ascontiguousarray(x) for x in rev))
     for g, w in zip(_aot.call_entry(entry, rev, 3), want_rev, strict=True):
-        np.testing.assert_array_equal(g, w)
+        assert_same_bits(g, w)
 
 
 def test_perform_runs_the_entry():
@@ -104,14 +126,20 @@ def test_perform_runs_the_entry():
     import pytensor.tensor as pt
     from compile_modes import TEST_MODE
 
+    from pymc_dpnoise.math import _clipped_normal_op as op_module
     from pymc_dpnoise.math._clipped_normal_op import clipped_normal_laplace_grad_op as op
+
+    def no_jit(*args):
+        raise AssertionError("perform ran the just-in-time kernel")
 
     z, *params = _grids(seed=2)[0]
     xs = [pt.dvector(shape=(None,)), *(pt.dvector(shape=(1,)) for _ in params)]
     f = pytensor.function(xs, op(*xs), mode=TEST_MODE)
-    got = f(np.repeat(z, 2)[::2], *params)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(op_module, "perform_kernel", no_jit)
+        got = f(np.repeat(z, 2)[::2], *params)
     for g, w in zip(got, _clipped_normal_kernel(z, *params), strict=True):
-        np.testing.assert_array_equal(g, w)
+        assert_same_bits(g, w)
 
 
 @pytest.mark.backend
@@ -137,11 +165,11 @@ def test_numba_backend_calls_the_entry():
     g1 = pytensor.function([xs[0], *xs[1:]], clipped_normal_laplace_op(*xs), mode="NUMBA")
     want = _clipped_normal_kernel(z, *params)
     for g, w in zip(f(z, *params), want, strict=True):
-        np.testing.assert_array_equal(g, w)
+        assert_same_bits(g, w)
     np.testing.assert_array_equal(g1(z, *params), want[0])
     strided = [np.repeat(x, 2)[::2] for x in (z, *params)]
     for g, w in zip(f(*strided), want, strict=True):
-        np.testing.assert_array_equal(g, w)
+        assert_same_bits(g, w)
 
 
 def test_cache_keys_differ_between_entry_and_jit_kernel(monkeypatch):
@@ -198,12 +226,20 @@ def objects(tmp_path, monkeypatch):
 
 
 def test_loader_loads_an_unchanged_manifest(objects):
-    assert objects() is not None
+    assert not isinstance(objects(), str)
 
 
 @pytest.mark.parametrize(
     "what",
-    ["numba version", "llvmlite version", "sources", "format", "check values", "cpu"],
+    [
+        "numba version",
+        "llvmlite version",
+        "sources",
+        "format",
+        "check values",
+        "signed zero",
+        "cpu",
+    ],
 )
 def test_loader_refuses(objects, what):
     def edit(m):
@@ -217,37 +253,213 @@ def test_loader_refuses(objects, what):
             m["format"] = 99
         elif what == "check values":
             m["checks"]["clipped_normal"][0]["outputs"][0][3] += 1e-13
+        elif what == "signed zero":
+            # flip the sign of a zero in the recorded outputs (-0.0 == 0.0 as numbers)
+            zeros = [
+                (c, k, i)
+                for c, check in enumerate(m["checks"]["clipped_normal"])
+                for k, o in enumerate(check["outputs"])
+                for i, x in enumerate(o)
+                if x == 0.0
+            ]
+            assert zeros, "no zero among the recorded check values"
+            c, k, i = zeros[0]
+            outs = m["checks"]["clipped_normal"][c]["outputs"]
+            outs[k][i] = 0.0 if math.copysign(1.0, outs[k][i]) < 0 else -0.0
         else:
             for v in m["variants"]:
                 v["cpu"] = "no-such-cpu"
                 v["requires"] = ["no-such-feature"]
 
-    assert objects(edit) is None
+    assert isinstance(objects(edit), str)
 
 
 def test_refusal_when_disabled(objects, monkeypatch):
     monkeypatch.setenv("PYMC_DPNOISE_PRECOMPILED", "0")
-    assert objects() is None
+    assert isinstance(objects(), str)
     assert "PYMC_DPNOISE_PRECOMPILED=0" in _aot.status()
 
 
-def test_portable_variant_gives_the_same_numbers(objects):
-    """With the exact-CPU variant removed, the x86-64-v3 one is loaded (this CPU has its
-    features) and equals the just-in-time kernel to the bit."""
+_SUBPROCESS = """
+import json, pathlib, shutil, tempfile, numpy as np
+from pymc_dpnoise.math import _aot
+src = _aot.OBJECT_DIR
+dst = pathlib.Path(tempfile.mkdtemp()) / "objects"
+shutil.copytree(src, dst)
+manifest = json.loads((dst / "manifest.json").read_text())
+{edit}
+(dst / "manifest.json").write_text(json.dumps(manifest))
+_aot.OBJECT_DIR = dst
+{body}
+"""
 
-    def only_portable(m):
-        m["variants"] = [v for v in m["variants"] if v.get("requires")]
 
+def test_portable_variant_gives_the_same_numbers():
+    """With only the x86-64-v3 variant in the manifest (in a fresh process: the two
+    variants' objects define the same weak symbols, so loading both into one process would
+    run the first one's helpers), it is loaded here (this CPU has its features) and equals
+    the just-in-time kernel to the bit on 40 grid cases."""
+    _entry()
     manifest = json.loads((_aot.OBJECT_DIR / "manifest.json").read_text())
     portable = [v for v in manifest["variants"] if v.get("requires")]
     if not portable or not set(portable[0]["requires"]) <= _aot._host_features():
         pytest.skip("no portable variant for this CPU")
-    loaded = objects(only_portable)
-    assert loaded is not None
-    fn = _aot._c_signature(6, 3)(loaded[1])
-    for args in _grids(seed=4)[:20]:
-        for g, w in zip(_aot.call_entry(fn, args, 3), _clipped_normal_kernel(*args), strict=True):
-            np.testing.assert_array_equal(g, w)
+    code = _SUBPROCESS.format(
+        edit='manifest["variants"] = [v for v in manifest["variants"] if v.get("requires")]',
+        body="""
+import sys
+sys.path.insert(0, TESTS_DIR)
+from test_aot import _grids
+from pymc_dpnoise.math._clipped_normal_kernel import _clipped_normal_kernel
+print(_aot.status(), file=sys.stderr)
+assert _aot.status().startswith("used: variant 'x86-64-v3'"), _aot.status()
+entry = _aot.entry_function("clipped_normal", 6, 3)
+for args in _grids(seed=4)[:40]:
+    for g, w in zip(_aot.call_entry(entry, args, 3), _clipped_normal_kernel(*args)):
+        assert _aot.same_bits(g, w)
+print("ok")
+""",
+    )
+    code = code.replace("TESTS_DIR", repr(str(Path(__file__).parent)))
+    assert _run(code) == "ok"
+
+
+@pytest.mark.parametrize("damage", ["truncated object", "zeroed bitcode", "missing symbol"])
+def test_damaged_installation_is_refused_not_fatal(damage):
+    """A truncated or overwritten file (LLVM would abort the process loading it) or an
+    object calling a symbol this process lacks: refused before loading, the kernel is
+    compiled at first use instead."""
+    _entry()
+    edit = {
+        "truncated object": """
+for v in manifest["variants"]:
+    f = dst / v["entries"]["clipped_normal"]["object"]
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+""",
+        "zeroed bitcode": """
+for v in manifest["variants"]:
+    f = dst / v["entries"]["clipped_normal"]["bitcode"]
+    f.write_bytes(bytes(f.stat().st_size))
+""",
+        "missing symbol": """
+for v in manifest["variants"]:
+    v["entries"]["clipped_normal"]["undefined"].append("pymc_dpnoise_no_such_symbol")
+""",
+    }[damage]
+    body = """
+st = _aot.status()
+assert st.startswith("not used: entry 'clipped_normal'"), st
+assert _aot.address("clipped_normal") is None
+print("ok")
+"""
+    assert _run(_SUBPROCESS.format(edit=edit, body=body)) == "ok"
+
+
+def test_entry_reports_failures_instead_of_returning_garbage():
+    """A C entry cannot raise: it returns a status that its callers turn into an exception.
+    An allocation that fails inside the kernel (here: a strided copy of 2**50 reports,
+    refused before any memory is touched) gives MemoryError, not half-written outputs; a
+    parameter of another length than the reports' or 1 gives ValueError, through ctypes and
+    through the Numba wrapper alike."""
+    entry = _entry()
+    dummy = np.zeros(4)
+    p = dummy.ctypes.data
+    one = [1, 8, p]
+    code = entry(2**50, 2**50, 16, p, *one, *one, *one, *one, *one, p, p, p)
+    assert code == _aot.FAILED
+    with pytest.raises(MemoryError):
+        _aot.raise_for_status(code)
+    z, one_ = np.zeros(5), np.ones(1)
+    with pytest.raises(ValueError, match="length"):
+        _aot.call_entry(entry, [z, np.ones(3), one_, -one_, one_, one_], 3)
+    run = _aot.numba_function("clipped_normal", grad=True)
+    with pytest.raises(ValueError, match="length"):
+        run(z, np.ones(3), one_, -one_, one_, one_)
+    with pytest.raises(ValueError, match="length"):
+        _clipped_normal_kernel(z, np.ones(3), one_, -one_, one_, one_)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the entries cannot be used: the just-in-time kernel, on every path
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def jit_only(monkeypatch):
+    """This process as one where the precompiled entries cannot be used; yields the loaded
+    entry (for reference values), ``None`` where there is none."""
+    entry = None if DISABLED else _aot.entry_function("clipped_normal", 6, 3)
+    monkeypatch.setattr(_aot, "address", lambda name: None)
+    return entry
+
+
+def _reference(entry, args):
+    return _aot.call_entry(entry, args, 3) if entry is not None else _clipped_normal_kernel(*args)
+
+
+def test_jit_fallback_perform(jit_only, monkeypatch):
+    import pytensor
+    import pytensor.tensor as pt
+    from compile_modes import TEST_MODE
+
+    from pymc_dpnoise.math import _clipped_normal_op as op_module
+
+    calls = []
+    real = op_module.perform_kernel
+
+    def recording(kernel, *args):
+        calls.append(kernel)
+        return real(kernel, *args)
+
+    monkeypatch.setattr(op_module, "perform_kernel", recording)
+    z, *params = _grids(seed=5)[1]
+    xs = [pt.dvector() for _ in range(6)]
+    f = pytensor.function(xs, op_module.clipped_normal_laplace_grad_op(*xs), mode=TEST_MODE)
+    for g, w in zip(f(z, *params), _reference(jit_only, (z, *params)), strict=True):
+        assert_same_bits(g, w)
+    assert calls == [op_module._clipped_normal_kernel]
+
+
+@pytest.mark.backend
+def test_jit_fallback_numba_backend(jit_only):
+    """PyTensor's Numba backend compiles the kernel itself (its own cache key) and gives the
+    entry's numbers."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_dpnoise.math._clipped_normal_op import (
+        _numba_clipped_normal,
+        clipped_normal_laplace_grad_op,
+    )
+
+    xs = [pt.dvector() for _ in range(6)]
+    node = clipped_normal_laplace_grad_op(*xs)[0].owner
+    assert _numba_clipped_normal(node.op, node)[1] == "jit"
+    f = pytensor.function(xs, clipped_normal_laplace_grad_op(*xs), mode="NUMBA")
+    for args in _grids(seed=6)[:6]:
+        for g, w in zip(f(*args), _reference(jit_only, args), strict=True):
+            assert_same_bits(g, w)
+
+
+@pytest.mark.backend
+def test_jit_fallback_xla_handler(jit_only):
+    """The XLA custom call with the handler Numba compiles at first use: registered, passes
+    its self-test, and gives the entry's numbers."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from pymc_dpnoise.math import _clipped_normal_jax as J
+    from pymc_dpnoise.math import _xla_ffi
+
+    name = _xla_ffi.register_target(
+        "pymc_dpnoise_test_jit_handler", J._load_handler, J._ffi_self_test
+    )
+    assert name == "pymc_dpnoise_test_jit_handler"
+    for args in _grids(seed=7)[:4]:
+        out = jax.ShapeDtypeStruct(args[0].shape, jnp.float64)
+        got = _xla_ffi.run_on_cpu(jax.ffi.ffi_call(name, (out,) * 3), *args)
+        for g, w in zip(got, _reference(jit_only, args), strict=True):
+            assert_same_bits(np.asarray(g), w)
 
 
 @pytest.mark.heavy

@@ -22,15 +22,30 @@ the call Numba's cache makes: a few ms) when
 * the CPU can run it: a variant built for this CPU exactly (the check Numba's cache makes), or
   else one built for a portable level (``x86-64-v3``: AVX2 and FMA) whose features this CPU
   has; and
-* the loaded entry reproduces, bit for bit, the values the just-in-time kernel gave on a fixed
-  set of inputs when it was built (reports inside, outside and on the bounds; per-report and
-  length-1 parameters).
+* its files have the checksums the manifest records (LLVM aborts the process on a damaged
+  object file, so nothing unchecked is handed to it), and every symbol the object code
+  calls (libm, Numba's runtime, the Python C API) exists in this process; and
+* the loaded entry reproduces, bit for bit (signed zeros told apart), the values the
+  just-in-time kernel gave on a fixed set of inputs when it was built (reports inside,
+  outside and on the bounds, far in both tails; per-report and length-1 parameters).
 
 Otherwise (or with the environment variable ``PYMC_DPNOISE_PRECOMPILED=0``) the kernel is
-compiled at first use as before.  PyTensor's Numba backend calls a loaded entry through an
-external symbol (:func:`numba_function`): graph functions reference it by name and do not
-link and optimise the kernel's code again, and the symbol's name carries the source hash, so
-a cached graph never calls another version.  The results are the kernel's own:
+compiled at first use as before; :func:`status` (also printed by ``pymc-dpnoise --version``)
+says which and why.  Reasons it can happen on a user's machine: a Numba or llvmlite version
+other than the one the package was built with (pip builds in an isolated environment, with
+the newest Numba the build requirement allows; ``pip install --no-build-isolation`` builds
+with the environment's own), another libm than the build machine's (the check values are then
+likely to differ in the last bit), or a CPU without the x86-64-v3 features running a wheel
+built elsewhere.
+
+An entry cannot raise (it is a C function): it returns a status code, 0 for success, 2 for a
+parameter whose length is neither the reports' nor 1 (``ValueError``), 1 when the kernel
+failed, i.e. an allocation (``MemoryError``); its callers raise (:func:`raise_for_status`
+and the Numba wrapper), so a failure never returns half-written outputs.  PyTensor's Numba
+backend calls a loaded entry through an external symbol (:func:`numba_function`): graph
+functions reference it by name and do not link and optimise the kernel's code again, and the
+symbol's name carries the source hash, so a cached graph never calls another version (and the
+graph's cache key names the symbol, or ``"jit"``).  The results are the kernel's own:
 ``tests/test_aot.py`` checks them equal to the just-in-time kernel's to the bit.
 """
 
@@ -40,6 +55,7 @@ import ctypes
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -54,28 +70,41 @@ SOURCES = (
     "_xla_ffi.py",
     "_clipped_normal_ffi.py",
 )
-#: the features of the portable x86-64 level the build also targets (x86-64-v3)
+#: the features of the portable x86-64 level the build also targets: LLVM's x86-64-v3
+#: (x86-64-v1: 64bit, cmov, cx8, fxsr, mmx, sse, sse2; v2: cx16, crc32, popcnt, sahf, sse3,
+#: ssse3, sse4.1, sse4.2; v3: avx, avx2, bmi, bmi2, f16c, fma, lzcnt, movbe, xsave)
 X86_64_V3 = (
+    "64bit",
+    "cmov",
+    "cx8",
+    "fxsr",
+    "mmx",
+    "sse",
+    "sse2",
+    "cx16",
+    "crc32",
+    "popcnt",
+    "sahf",
+    "sse3",
+    "ssse3",
+    "sse4.1",
+    "sse4.2",
     "avx",
     "avx2",
     "bmi",
     "bmi2",
-    "cx16",
     "f16c",
     "fma",
     "lzcnt",
     "movbe",
-    "popcnt",
-    "sahf",
-    "sse3",
-    "sse4.1",
-    "sse4.2",
-    "ssse3",
     "xsave",
 )
-FORMAT = 1
+#: entry status codes (the entry's return value)
+OK, FAILED, BAD_LENGTH = 0, 1, 2
+FORMAT = 2
 
 _STATE: dict = {}
+_LOCK = threading.Lock()
 
 
 def source_hash() -> str:
@@ -145,16 +174,30 @@ def _load_manifest():
 
 
 def status() -> str:
-    """Why the precompiled entries are or are not used (for tests and bug reports)."""
+    """Whether this process uses the precompiled entries and, if not, why (for tests, bug
+    reports and ``pymc-dpnoise --version``): loads them if that was not done yet."""
     found, why = _load_manifest()
     if found is None:
         return f"not used: {why}"
     _, variant = found
-    return f"used: variant {variant['cpu']!r}"
+    for name in variant["entries"]:
+        loaded = _loaded(name)
+        if isinstance(loaded, str):
+            return f"not used: entry {name!r}: {loaded}"
+    return f"used: variant {variant['tag']!r} ({variant['cpu']})"
 
 
 def _c_signature(n_in, n_out):
-    return ctypes.CFUNCTYPE(None, *([ctypes.c_ssize_t] * (1 + 3 * n_in + n_out)))
+    return ctypes.CFUNCTYPE(ctypes.c_ssize_t, *([ctypes.c_ssize_t] * (1 + 3 * n_in + n_out)))
+
+
+def raise_for_status(code):
+    """The exception an entry's status code stands for (the entry itself cannot raise: it is
+    a C function).  ``None`` for success."""
+    if code == BAD_LENGTH:
+        raise ValueError("kernel inputs: every parameter must have the reports' length or length 1")
+    if code != OK:
+        raise MemoryError("the precompiled kernel failed (out of memory)")
 
 
 def call_entry(fn, inputs, n_out):
@@ -170,50 +213,91 @@ def call_entry(fn, inputs, n_out):
     args = []
     for a in arrays:
         args += [a.shape[0], a.strides[0], a.ctypes.data]
-    fn(n, *args, *(o.ctypes.data for o in outs))
+    raise_for_status(fn(n, *args, *(o.ctypes.data for o in outs)))
     return outs
 
 
+def same_bits(a, b) -> bool:
+    """Equal to the bit (signed zeros told apart), NaN matching any NaN."""
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return False
+    return bool(np.all((a.view(np.int64) == b.view(np.int64)) | (np.isnan(a) & np.isnan(b))))
+
+
+def _file_digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _load(name):
-    found, _ = _load_manifest()
+    """``(library, address)`` of entry ``name``, or a string saying why it cannot be used."""
+    found, why = _load_manifest()
     if found is None:
-        return None
+        return why
     manifest, variant = found
     entry = variant["entries"][name]
+    files = {}
+    for kind in ("object", "bitcode"):
+        path = OBJECT_DIR / entry[kind]
+        if not path.is_file() or _file_digest(path) != entry[kind + "_sha256"]:
+            # a damaged file would make LLVM abort the process: never hand it over
+            return f"{entry[kind]} missing or damaged"
+        files[kind] = path.read_bytes()
+    import llvmlite.binding as ll
+    from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
 
-    ctx = cpu_target.target_context
-    ctx.refresh()  # Numba's runtime (NRT) and helper symbols the object code calls
-    codegen = ctx.codegen()
-    obj = (OBJECT_DIR / entry["object"]).read_bytes()
-    bitcode = (OBJECT_DIR / entry["bitcode"]).read_bytes()
-    library = codegen.unserialize_library((entry["library"], "object", (obj, bitcode)))
-    addr = library.get_pointer_to_function(entry["symbol"])
+    with global_compiler_lock:
+        ctx = cpu_target.target_context
+        ctx.refresh()  # Numba's runtime (NRT) and helper symbols the object code calls
+        # every symbol the code calls must exist here (else LLVM aborts when it links)
+        missing = [s for s in entry["undefined"] if not ll.address_of_symbol(s)]
+        if missing:
+            return f"symbols not found here: {', '.join(missing[:5])}"
+        library = ctx.codegen().unserialize_library(
+            (entry["library"], "object", (files["object"], files["bitcode"]))
+        )
+        addr = library.get_pointer_to_function(entry["symbol"])
     if not addr:
-        return None
+        return "entry symbol not found in its object"
     import numpy as np
 
     for check in manifest["checks"].get(name, ()):
         fn = _c_signature(len(check["inputs"]), len(check["outputs"]))(addr)
         got = call_entry(fn, [np.array(x) for x in check["inputs"]], len(check["outputs"]))
-        want = [np.array(x) for x in check["outputs"]]
-        if not all(np.array_equal(g, w, equal_nan=True) for g, w in zip(got, want, strict=True)):
-            return None
+        if not all(same_bits(g, w) for g, w in zip(got, check["outputs"], strict=True)):
+            return "differs from the just-in-time kernel's values recorded at build time"
     return library, addr
+
+
+def _loaded(name):
+    with _LOCK:
+        if name not in _STATE:
+            try:
+                loaded = _load(name)
+            except Exception as exc:  # a broken installation: compile at first use, as before
+                loaded = f"{type(exc).__name__}: {exc}"
+            if isinstance(loaded, str):
+                import logging
+
+                logging.getLogger("pymc_dpnoise").info(
+                    "precompiled kernel %r not used (%s): Numba compiles it at first use",
+                    name,
+                    loaded,
+                )
+            # the library stays referenced for the life of the process: its code must not
+            # be freed
+            _STATE[name] = loaded
+        return _STATE[name]
 
 
 def address(name: str) -> int | None:
     """The address of precompiled entry ``name`` loaded into Numba's JIT engine, or ``None``
     where it cannot be used (see the module docstring); loaded once per process."""
-    if name not in _STATE:
-        try:
-            loaded = _load(name)
-        except Exception:  # a broken installation: compile at first use, as before
-            loaded = None
-        # the library stays referenced for the life of the process: its code must not be freed
-        _STATE[name] = loaded
-    loaded = _STATE[name]
-    return None if loaded is None else loaded[1]
+    loaded = _loaded(name)
+    return None if isinstance(loaded, str) else loaded[1]
 
 
 def symbol(name: str) -> str | None:
@@ -252,7 +336,7 @@ def numba_function(name: str, grad: bool):
         import numpy as np
         from numba import types
 
-        ext = types.ExternalFunction(sym, types.void(*([types.intp] * (1 + 3 * 6 + 3))))
+        ext = types.ExternalFunction(sym, types.intp(*([types.intp] * (1 + 3 * 6 + 3))))
         jit = numba.njit(cache=False)
 
         @jit
@@ -261,7 +345,7 @@ def numba_function(name: str, grad: bool):
             lp = np.empty(n)
             dmu = np.empty(n)
             dsig = np.empty(n)
-            ext(
+            code = ext(
                 n,
                 n,
                 z.strides[0],
@@ -285,6 +369,12 @@ def numba_function(name: str, grad: bool):
                 dmu.ctypes.data,
                 dsig.ctypes.data,
             )
+            if code == BAD_LENGTH:
+                raise ValueError(
+                    "kernel inputs: every parameter must have the reports' length or length 1"
+                )
+            if code != OK:
+                raise MemoryError("the precompiled kernel failed (out of memory)")
             return lp, dmu, dsig
 
         if grad:

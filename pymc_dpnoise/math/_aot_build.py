@@ -15,6 +15,7 @@ the previous complete set or none.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -57,6 +58,29 @@ def _check_inputs():
     return [[z, *one], [z, *per]]
 
 
+def _elf_undefined(obj: bytes):
+    """Names of the undefined global symbols of a 64-bit little-endian ELF object, or
+    ``None`` for another format."""
+    import struct
+
+    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        return None
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+    names = set()
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[sh[6]]
+        for off in range(sh[4], sh[4] + sh[5], sh[9]):
+            st_name, st_info, _, st_shndx = struct.unpack_from("<IBBH", obj, off)
+            if st_shndx == 0 and st_info >> 4 in (1, 2) and st_name:  # undefined global/weak
+                start = strtab[4] + st_name
+                names.add(obj[start : obj.index(b"\0", start)].decode())
+    return sorted(names)
+
+
 def _variant(out: Path, tag: str) -> dict:
     """Compile every entry in this process (its CPU target set by the environment) and write
     its files; return the variant's manifest record."""
@@ -78,11 +102,24 @@ def _variant(out: Path, tag: str) -> dict:
         assert kind == "object"
         (out / f"{tag}-{name}.o").write_bytes(obj)
         (out / f"{tag}-{name}.bc").write_bytes(bitcode)
+        # what the object code calls outside itself (libm, Numba's runtime and helpers, the
+        # Python C API): checked to exist before it is loaded
+        undefined = _elf_undefined(obj)
+        if undefined is None:  # not ELF: the module's declarations (intrinsics lowered to
+            # libm calls, e.g. llvm.exp.f64 -> exp, are not among them)
+            module = library._final_module
+            undefined = sorted(
+                {f.name for f in module.functions if f.is_declaration}
+                | {g.name for g in module.global_variables if g.is_declaration}
+            )
         record["entries"][name] = {
             "library": lib_name,
             "symbol": fn.native_name,
             "object": f"{tag}-{name}.o",
+            "object_sha256": hashlib.sha256(obj).hexdigest(),
             "bitcode": f"{tag}-{name}.bc",
+            "bitcode_sha256": hashlib.sha256(bitcode).hexdigest(),
+            "undefined": [u for u in undefined if not u.startswith("llvm.")],
         }
     if tag == "host":
         checks = []

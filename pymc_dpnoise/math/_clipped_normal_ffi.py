@@ -3,6 +3,7 @@ the JAX path, because defining the ``cfunc`` compiles it (or loads it from Numba
 
 from __future__ import annotations
 
+import numpy as np
 from numba import carray, cfunc, types
 
 from . import _xla_ffi as ffi
@@ -20,17 +21,25 @@ def _handler(frame):
     pointer and length, no copy, no checks beyond :func:`._xla_ffi.serve`'s)."""
     if not ffi.serve(frame, 6, 3):
         return 0
-    _clipped_normal_into(
-        carray(_data(frame, _A, 0), (_len(frame, _A, 0),)),
-        carray(_data(frame, _A, 1), (_len(frame, _A, 1),)),
-        carray(_data(frame, _A, 2), (_len(frame, _A, 2),)),
-        carray(_data(frame, _A, 3), (_len(frame, _A, 3),)),
-        carray(_data(frame, _A, 4), (_len(frame, _A, 4),)),
-        carray(_data(frame, _A, 5), (_len(frame, _A, 5),)),
-        carray(_data(frame, _R, 0), (_len(frame, _R, 0),)),
-        carray(_data(frame, _R, 1), (_len(frame, _R, 1),)),
-        carray(_data(frame, _R, 2), (_len(frame, _R, 2),)),
-    )
+    try:
+        _clipped_normal_into(
+            carray(_data(frame, _A, 0), (_len(frame, _A, 0),)),
+            carray(_data(frame, _A, 1), (_len(frame, _A, 1),)),
+            carray(_data(frame, _A, 2), (_len(frame, _A, 2),)),
+            carray(_data(frame, _A, 3), (_len(frame, _A, 3),)),
+            carray(_data(frame, _A, 4), (_len(frame, _A, 4),)),
+            carray(_data(frame, _A, 5), (_len(frame, _A, 5),)),
+            carray(_data(frame, _R, 0), (_len(frame, _R, 0),)),
+            carray(_data(frame, _R, 1), (_len(frame, _R, 1),)),
+            carray(_data(frame, _R, 2), (_len(frame, _R, 2),)),
+        )
+    except Exception:
+        # a failed kernel (an allocation) must not leave half-written results: NaN, which
+        # a sampler rejects (an error would need a call back into XLA's API)
+        for k in range(3):
+            out = carray(_data(frame, _R, k), (_len(frame, _R, k),))
+            for i in range(out.shape[0]):
+                out[i] = np.nan
     return 0
 
 

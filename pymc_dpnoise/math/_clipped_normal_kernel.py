@@ -372,6 +372,11 @@ def _one_set(z, m, sg, a, b, eps, lp, dmu, dsig):
 def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
     """Per report: log p, d log p / d mu, d log p / d sigma (parameters of length 1 or n)."""
     n = z.shape[0]
+    for k in (mu.shape[0], sigma.shape[0], lower.shape[0], upper.shape[0], epsilon.shape[0]):
+        if k != n and k != 1:
+            raise ValueError(
+                "kernel inputs: every parameter must have the reports' length or length 1"
+            )
     lp = np.empty(n)
     dmu = np.empty(n)
     dsig = np.empty(n)
