@@ -57,8 +57,8 @@ parameter value, so reports outside the clipping interval cost one affine functi
 **Compiled when the package is built.**  The Numba backend and ``perform`` call the kernel's
 C entry point compiled by the package's build hook (:mod:`pymc_dpnoise.math._aot`; the same
 numbers to the bit) where this installation has it, so that no model compiles the kernel at
-first use: README example from empty compile caches, PyMC's sampler, ~8 -> ~5.5 CPU-s
-(naive model ~4; ``benchmarks/results/time_to_posterior.md``).  Elsewhere Numba compiles the
+first use: README example from empty compile caches, PyMC's sampler, 8.6 -> 6.3 CPU-s
+(naive model 4.4; ``benchmarks/results/time_to_posterior.md``, rows readme-jit and readme).  Elsewhere Numba compiles the
 kernel at first use (~3 CPU-s, then from its disk cache).
 
 Gradients with respect to the reports, the bounds and ε (data in every model of the
