@@ -64,6 +64,19 @@ def op_case(kind: str) -> dict:
     return {"compile": t1 - t0, "first_call": t2 - t1}
 
 
+def _timings(t0, t1, t2, logp, grad):
+    """A case's row: CPU seconds to build (t0 -> t1) and of the first call (t1 -> t2), and the
+    values, which show that every tree computes the same thing."""
+    import numpy as np
+
+    return {
+        "compile": t1 - t0,
+        "first_call": t2 - t1,
+        "logp": float(logp),
+        "grad": [float(g) for g in np.ravel(grad)],
+    }
+
+
 def model_case(model: str) -> dict:
     import numpy as np
 
@@ -78,13 +91,7 @@ def model_case(model: str) -> dict:
     ip = m.initial_point()
     x = np.concatenate([np.atleast_1d(ip[v.name]).ravel() for v in f._grad_vars])
     logp, grad = f(x)
-    t2 = cpu()
-    return {
-        "compile": t1 - t0,
-        "first_call": t2 - t1,
-        "logp": float(logp),
-        "grad": [float(g) for g in np.ravel(grad)],
-    }
+    return _timings(t0, t1, cpu(), logp, grad)
 
 
 def jax_case(model: str) -> dict:
@@ -106,13 +113,7 @@ def jax_case(model: str) -> dict:
     ip = m.initial_point()
     x = [np.asarray(ip[v.name]) for v in m.value_vars]
     value, grad = jax.jit(jax.value_and_grad(lambda xs: logp(xs)))(x)
-    t2 = cpu()
-    return {
-        "compile": t1 - t0,
-        "first_call": t2 - t1,
-        "logp": float(value),
-        "grad": [float(g) for g in np.ravel(grad)],
-    }
+    return _timings(t0, t1, cpu(), value, grad)
 
 
 def run(spec: dict, tree: Path | None) -> dict:

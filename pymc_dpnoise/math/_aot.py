@@ -52,6 +52,7 @@ graph's cache key names the symbol, or ``"jit"``).  The results are the kernel's
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -101,14 +102,17 @@ X86_64_V3 = (
 )
 #: entry status codes (the entry's return value)
 OK, FAILED, BAD_LENGTH = 0, 1, 2
+LENGTH_ERROR = "kernel inputs: every parameter must have the reports' length or length 1"
 FORMAT = 2
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
 
 
+@functools.cache
 def source_hash() -> str:
-    """SHA-256 of the entries' source files, in :data:`SOURCES` order."""
+    """SHA-256 of the entries' source files, in :data:`SOURCES` order (read once per
+    process: every graph compile asks for the entry's symbol, which carries it)."""
     h = hashlib.sha256()
     for name in SOURCES:
         h.update(name.encode())
@@ -195,7 +199,7 @@ def raise_for_status(code):
     """The exception an entry's status code stands for (the entry itself cannot raise: it is
     a C function).  ``None`` for success."""
     if code == BAD_LENGTH:
-        raise ValueError("kernel inputs: every parameter must have the reports' length or length 1")
+        raise ValueError(LENGTH_ERROR)
     if code != OK:
         raise MemoryError("the precompiled kernel failed (out of memory)")
 
@@ -370,9 +374,7 @@ def numba_function(name: str, grad: bool):
                 dsig.ctypes.data,
             )
             if code == BAD_LENGTH:
-                raise ValueError(
-                    "kernel inputs: every parameter must have the reports' length or length 1"
-                )
+                raise ValueError(LENGTH_ERROR)
             if code != OK:
                 raise MemoryError("the precompiled kernel failed (out of memory)")
             return lp, dmu, dsig
