@@ -83,7 +83,7 @@ _OTHER = {
     "GaussianNoisyTruncatedPoisson": ".distributions.expfam",
     "BayesNet": ".posterior_release",
     "summarize": ".summaries",
-    # perturbed-input logistic regression at any N (issue 24; no workflow-table row yet)
+    # perturbed-input logistic regression at any N (no workflow-table row yet)
     "PerturbedLogRegSummary": ".distributions.regression",
     "check_logreg_summary": ".distributions.regression",
     "summarize_logreg": ".summaries",

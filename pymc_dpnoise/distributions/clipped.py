@@ -480,15 +480,13 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
     ``(n_bins + 2, 4)`` (``ndim_supp = 2``), not N scalars.  Scalar parameters only (one
     summary per variable; for several groups or budgets, one variable per group).
 
-    When to use: the exact :class:`LaplacePerturbedClippedNormal` stays the default.  With
-    one parameter set it costs about 9 ns per report at ε = 1 (0.87 ms per logp + gradient
-    at N = 10⁵, 10 ms at 10⁶, 0.3 s at 10⁷: ``benchmarks/results/grad_cost_vs_n.md``); the
-    summary costs about 1.6 µs per bin (5.5 ms for 3380 bins, ``benchmarks/results/
-    compressed_clipped_big.md``), and the tolerance rule makes the bin count grow like
-    :math:`N^{1/3}` (157 bins at N = 10⁴, 338 at 10⁵, 3380 at 10⁸ for a 0.01-nat budget).
-    The two cost the same between N = 10⁴ and 10⁵; the summary is ~2x cheaper at 10⁵, ~12x
-    at 10⁶ and ~190x at 10⁷, and is streamed from files.  Below 10⁵ reports, or when
-    pointwise log likelihoods are needed (LOO), use the exact class.
+    When to use: the exact :class:`LaplacePerturbedClippedNormal` stays the default.  Its
+    cost grows linearly with the number of reports, the summary's with the number of bins,
+    which the tolerance rule makes grow like :math:`N^{1/3}` (157 bins at N = 10⁴, 338 at
+    10⁵, 3380 at 10⁸ for a 0.01-nat budget); the two cost about the same between N = 10⁴
+    and 10⁵, above that the summary is the cheaper, increasingly so, and it is streamed
+    from files (the docs' performance page has both costs against N).  Below 10⁵ reports,
+    or when pointwise log likelihoods are needed (LOO), use the exact class.
 
     ========  ==================================================================
     Support   ``(n_bins + 2, 4)`` summary tables

@@ -545,7 +545,7 @@ FAMILIES: dict[str, Family] = {
     "truncated_poisson": Family(NoisyTruncatedPoissonSBC, "mu", "poisson", None, jitter=False),
 }
 
-#: families added for issue 13's SBC cells (n in {10, 1000}, epsilon in {0.01, 0.1, 1})
+#: the families with SBC cells at n in {10, 1000} and epsilon in {0.01, 0.1, 1} only
 NEW_FAMILIES = ("multinomial", "truncated_exponential", "truncated_poisson")
 
 # --------------------------------------------------------------------------------------------

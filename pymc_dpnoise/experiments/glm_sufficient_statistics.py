@@ -41,8 +41,8 @@ Models
 
 Simulation-based calibration of SSNormalApprox
 ----------------------------------------------
-Noisy sums of sufficient statistics of GLMs (GLM paper Sec. 3; LDP paper Sec. 3.1), issue 5:
-"SBC coverage within the binomial band for logistic and Poisson at ε ∈ {0.1, 1}".
+Noisy sums of sufficient statistics of GLMs (GLM paper Sec. 3; LDP paper Sec. 3.1): the SBC
+coverage should lie within the binomial band for logistic and Poisson at ε ∈ {0.1, 1}.
 
 :class:`~pymc_dpnoise.diagnostics.SBCProblem` subclasses, used with
 :func:`~pymc_dpnoise.diagnostics.simulation_based_calibration`:

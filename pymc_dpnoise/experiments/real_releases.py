@@ -1,4 +1,4 @@
-r"""Small-area estimation from a discrete-Gaussian release of the Adult data (issue 21, point 5).
+r"""Small-area estimation from a discrete-Gaussian release of the Adult data.
 
 Behind ``notebooks/real_releases.ipynb``.  The data holder publishes, for each of the 42
 native-country groups of the shipped Adult data (train and test, 48,842 records; "?" is its

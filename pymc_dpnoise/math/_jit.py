@@ -4,8 +4,7 @@
   disk, IEEE semantics (no fast-math), NumPy's error model (a division by zero gives inf or
   NaN, as in the PyTensor graphs, instead of raising).
 * :data:`helper` — the same for functions called from Numba code only: no CPython or C
-  wrapper, whose compilation costs ~10% of a kernel's first compile (the clipped-normal kernel
-  4.9 -> 4.4 CPU-s from empty caches, three interleaved scratch runs each).
+  wrapper, whose compilation would add to every kernel's first compile.
 * :data:`inline` — the same, inlined into its callers by Numba.
 """
 

@@ -10,8 +10,8 @@ r"""The normal-Laplace log density as one elementwise op with its gradient.
     \sigma = \sqrt v,\; \kappa = \sigma/\beta,
 
 with the tilted tail :math:`E_\kappa(x) = \kappa^2/2 - \kappa x + \log\Phi(x - \kappa)`.  As
-a PyTensor graph (``erfcx`` forms under ``switch`` guards, and their gradients) it compiled in
-~2.3 CPU-s from empty caches.  This module evaluates the same values (the clipped-normal
+a PyTensor graph (``erfcx`` forms under ``switch`` guards, and their gradients) it was slow to
+compile.  This module evaluates the same values (the clipped-normal
 kernel's tails) in one Numba kernel, with derivatives taken in :math:`(a, \sigma, \beta)`
 directly so that none is a difference of large terms:
 

@@ -437,9 +437,8 @@ def _apply(kind, *args):
     # against a window grid of counts) goes in as a vector of length 1 that the kernel
     # repeats, so that its gradient is a 1-d sum.  Broadcasting it to the grid instead puts
     # an Alloc in the graph (and, for an n-d grid, an n-d Sum in its gradient), which
-    # PyTensor's Numba backend compiles with generic code: from empty caches ~5 CPU-s for the
-    # Alloc and ~8 for a 2-d Sum, against ~0.7 for a 1-d Sum (one op per function:
-    # benchmarks/results/cold_compile_parts.md).
+    # PyTensor's Numba backend compiles with generic code, several times slower to compile
+    # from empty caches than a 1-d Sum (benchmarks/results/cold_compile_parts.md).
     one = [all(d == 1 for d in a.type.shape) for a in args]
     ref = one.index(False) if False in one else -1
     flat = [a.reshape((1,)) if o else b.ravel() for a, b, o in zip(args, full, one, strict=True)]

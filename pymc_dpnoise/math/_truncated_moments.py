@@ -5,9 +5,8 @@ interval :math:`\{a, \dots, b\}` when the bounds are constants and hold at most 
 with :math:`d_j = j\log\mu - \log[(a+j)!/a!]` and weights :math:`w_j \propto e^{d_j}`,
 :math:`\log q = \log\mathrm{pmf}(a) + \log\sum_j e^{d_j}`, mean :math:`a + \bar\jmath` and
 variance :math:`\sum_j (j - \bar\jmath)^2 w_j`.  As a PyTensor graph that is a window matrix,
-its reductions and their gradients, which PyTensor's Numba backend compiled in ~3.3 CPU-s from
-empty caches (the truncated-sum model of ``benchmarks/time_to_posterior.py``: 9.0 CPU-s in
-all against a scalar Poisson).  This module evaluates **the same sums** in one Numba kernel.
+its reductions and their gradients, slow for PyTensor's Numba backend to compile
+(``benchmarks/results/cold_compile_parts.md``).  This module evaluates **the same sums** in one Numba kernel.
 The truncated law is an exponential family in :math:`\eta = \log\mu` (the truncation does
 not depend on :math:`\mu`), so the derivatives are its cumulants:
 

@@ -279,8 +279,7 @@ def _log_poisson_interval(lower, upper, mu):
 # where the truncation interval [a, b] holds at most this many integers (static bounds), the
 # moments are sums over it (_poisson_interval_direct): exact at any rate, and PyTensor's
 # graph rewrites take less than half the time of the incomplete gamma functions and their
-# gradients (9.1 -> 3.9 CPU-s from empty caches; Numba's first call about the same:
-# benchmarks/results/cold_compile_parts.md)
+# gradients (benchmarks/results/cold_compile_parts.md)
 _DIRECT_Q_TERMS = 64
 
 

@@ -247,7 +247,7 @@ def noise_aware_model(release, prior=1.0, *, method: str = "auto", exact_max: in
     if method == "auto":
         # the normal approximation ignores that the latent counts are integers: with a Laplace
         # scale below a few counts the release is peaked at integers and it is off by nats
-        # (n = 401, scale 0.06: -3.6 nats at pi = 0.40, issue 22).  Measured spread of
+        # (n = 401, scale 0.06: -3.6 nats at pi = 0.40).  Measured spread of
         # (exact - normal) over pi, theta within +-0.04 of the truth: 0.20 / 0.25 nats at
         # scale 4, n = 401 / 800; 0.5 / 0.9 at scale 2; 9 / 23 at scale 1
         # (tests/test_release_reader.py::test_auto_method_normal_only_where_close_to_exact)
