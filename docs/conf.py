@@ -4,6 +4,9 @@ Build (from the repository root; warnings are errors, no network access needed):
 
     .venv/bin/sphinx-build -W --keep-going -b html docs docs/_build/html   # == make docs
 
+``getting_started.md`` is always executed during the build (its ``mystnb: execution_mode:
+force`` front matter; short chains), so its code and outputs are checked on every build.
+
 Notebooks: every ``*.ipynb`` in ``../notebooks`` is rendered with the outputs committed in it
 (the papers' full settings, except ``posterior_release``: a fast run that shows the committed
 full-mode results; ``make notebooks`` separately executes every notebook end to end in fast
@@ -96,7 +99,7 @@ exclude_patterns = [
     ".DS_Store",
 ]
 templates_path: list[str] = []
-pmd_always_reread = ["notebooks", "calibration"]
+pmd_always_reread = ["notebooks", "calibration", "performance", "development"]
 pmd_results_dir = "../results/sbc"
 
 # No intersphinx: the build must work offline.  Cross-references to numpy/pymc/pytensor
@@ -131,11 +134,15 @@ nb_merge_streams = True
 
 # -- HTML ------------------------------------------------------------------------------------
 
-html_theme = "alabaster"
+html_theme = "pydata_sphinx_theme"  # the PyMC ecosystem's look
 html_title = f"pymc-dpnoise {release}"
 html_static_path: list[str] = []
 mathjax_path = "mathjax/tex-chtml.js"  # the local copy (see extensions); never a CDN
 html_theme_options = {
-    "description": "Bayesian inference on differentially private data with PyMC",
-    "fixed_sidebar": False,
+    "logo": {"text": "pymc-dpnoise"},
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "secondary_sidebar_items": ["page-toc"],  # no "edit this page" / source links: no host
 }
+html_sidebars = {"index": []}  # the landing page uses the full width

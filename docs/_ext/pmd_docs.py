@@ -17,6 +17,15 @@
     (``{fig}_{mode}_coverage.csv`` / ``.png``), if they exist; otherwise the directive's content.  Only files that exist at build time are referenced, so missing
     results never produce warnings.
 
+``results-table``
+    Renders a Markdown pipe table of a committed results file (``benchmarks/results/*.md``,
+    ``results/**.md``) as a docs table, so that the numbers on the performance and guarantees
+    pages are those the benchmark wrote, never retyped.  Options: ``:table:`` (which table of
+    the file, from 1), ``:rows:`` (keep the rows whose first cell is one of these values,
+    separated by ``;``), ``:columns:`` (keep and order these columns, by header, separated by
+    ``;``),
+    ``:caption:``.  A missing file, table, row or column is a build error (``-W``).
+
 These parse reStructuredText: use them from ``.rst`` pages.
 """
 
@@ -169,6 +178,93 @@ class SBCResults(SphinxDirective):
         return [*out, ""]
 
 
+_MD_CODE = re.compile(r"`([^`]+)`")
+
+
+def _md_tables(text: str) -> list[list[list[str]]]:
+    """Every pipe table of a Markdown text: a list of rows of cells (header first, the
+    ``|---|`` separator dropped)."""
+    tables: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        line = line.strip()
+        if line.startswith("|") and line.endswith("|"):
+            cells = [c.strip() for c in line[1:-1].split("|")]
+            if not all(re.fullmatch(r":?-+:?", c) for c in cells):
+                current.append(cells)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def _rst_text(text: str) -> str:
+    """Plain Markdown text escaped for reStructuredText (``**bold**`` kept as bold)."""
+    parts = text.split("**")
+    esc = [re.sub(r"([\\*_|<>])", r"\\\1", p) for p in parts]
+    if len(parts) % 2 == 0:  # an unpaired ** : keep it literal
+        return "\\*\\*".join(esc)
+    return "".join(e if i % 2 == 0 or not e.strip() else f"**{e}**" for i, e in enumerate(esc))
+
+
+def _rst_cell(cell: str) -> str:
+    """A Markdown cell as reStructuredText inline text: code spans become literals."""
+    out, end = [], 0
+    for m in _MD_CODE.finditer(cell):
+        out += [_rst_text(cell[end : m.start()]), f"``{m[1]}``"]
+        end = m.end()
+    out.append(_rst_text(cell[end:]))
+    return "".join(out).strip()
+
+
+class ResultsTable(SphinxDirective):
+    """``.. results-table:: ../benchmarks/results/x.md`` -- one table of a results file."""
+
+    required_arguments = 1
+    option_spec = {
+        "table": directives.positive_int,
+        "rows": directives.unchanged,
+        "columns": directives.unchanged,
+        "caption": directives.unchanged,
+    }
+
+    def _split(self, name: str) -> list[str]:
+        return [v.strip() for v in self.options.get(name, "").split(";") if v.strip()]
+
+    def run(self):
+        rel = self.arguments[0]
+        path = (Path(self.env.srcdir) / Path(self.env.docname).parent / rel).resolve()
+        if not path.exists():
+            raise self.error(f"results-table: {rel} does not exist")
+        self.env.note_dependency(str(path))
+        tables = _md_tables(path.read_text(encoding="utf-8"))
+        index = self.options.get("table", 1)
+        if index > len(tables):
+            raise self.error(f"results-table: {rel} has {len(tables)} table(s), not {index}")
+        header, *rows = tables[index - 1]
+        columns = self._split("columns") or header
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise self.error(f"results-table: {rel} has no column {missing} (has {header})")
+        keep = self._split("rows")
+        if keep:
+            rows = [r for r in rows if r[0] in keep]
+            found = {r[0] for r in rows}
+            if found != set(keep):
+                raise self.error(f"results-table: {rel} has no row {sorted(set(keep) - found)}")
+        at = [header.index(c) for c in columns]
+        name = Path(rel).name
+        caption = self.options.get("caption", "")
+        title = f"{caption} (from ``{name}``)" if caption else f"From ``{name}``"
+        headed = any(columns)  # a key-value table has an empty header row: leave it out
+        lines = [f".. list-table:: {title}", f"   :header-rows: {int(headed)}", ""]
+        body = [[r[i] if i < len(r) else "" for i in at] for r in rows]
+        for row in [columns, *body] if headed else body:
+            cells = [_rst_cell(c) for c in row]
+            lines += [f"   * - {cells[0]}".rstrip(), *(f"     - {c}".rstrip() for c in cells[1:])]
+        return _parse(self, [*lines, ""])
+
+
 def _always_reread(app, env, added, changed, removed):
     # pages whose content depends on files outside the source tree (notebook list, results)
     return [d for d in app.config.pmd_always_reread if d in env.found_docs]
@@ -181,4 +277,5 @@ def setup(app):
     app.connect("source-read", _filter_optional_modules)
     app.add_directive("notebook-toctree", NotebookToctree)
     app.add_directive("sbc-results", SBCResults)
+    app.add_directive("results-table", ResultsTable)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
