@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -58,7 +59,8 @@ def choose_n_bins(model, n, lower, upper, epsilon, tol, params=None, max_bins=1 
     -------
     n_bins : int
     bound : float
-        :math:`N M_3 h^3 / 48` at the chosen h.
+        :math:`N M_3 h^3 / 48` at the chosen h (above ``tol`` only when ``max_bins`` capped
+        the count, which warns).
     """
     if not tol > 0:
         raise ValueError(f"tol: must be > 0 nats, got {tol}")
@@ -85,4 +87,15 @@ def choose_n_bins(model, n, lower, upper, epsilon, tol, params=None, max_bins=1 
         h = (48.0 * tol / (n * m3)) ** (1.0 / 3.0)
         k = int(min(max(math.ceil(width / h), 1), max_bins))
     h = width / k
-    return k, n * m3 * h**3 / 48.0
+    bound = n * m3 * h**3 / 48.0
+    if bound > tol:
+        # the bin count was capped: the promised budget does not hold, say so and what helps
+        warnings.warn(
+            f"choose_n_bins: max_bins = {max_bins} bins give an error bound of {bound:.3g} nats, "
+            f"above tol = {tol:g}: raise max_bins (the bound falls as 1/n_bins^3; "
+            f"{math.ceil(k * (bound / tol) ** (1 / 3))} bins would do), loosen tol, or fit the "
+            "exact per-report likelihood",
+            UserWarning,
+            stacklevel=2,
+        )
+    return k, bound

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -42,6 +43,10 @@ class LogRegSummary:
     probe_bound : float
         The largest remainder bound (nats) at that maximiser and 4 posterior sd from it along
         the principal axes (with ``cov_pilot``).
+    pilot_status : str or None
+        None when every iterative estimate behind the pilot converged; otherwise what did not
+        (the pilot fit, the expansion's maximiser, or the recentring) and what was done
+        instead.  :func:`summarize_logreg` also warns with it.
     """
 
     packed: np.ndarray
@@ -53,6 +58,7 @@ class LogRegSummary:
     pilot_shift: float = float("nan")
     mode_bound: float = float("nan")
     probe_bound: float = float("nan")
+    pilot_status: str | None = None
 
     def __array__(self, dtype=None, copy=None):
         return self.packed if dtype is None else self.packed.astype(dtype)
@@ -106,17 +112,18 @@ def _split_reports(chunk, d):
     return zx, zy
 
 
-def _newton_theta(fun, theta, Bmat, Ahat, *, max_iter=60, ridge=1e-8):
-    """Maximise F(beta(theta), v(theta)) by damped Newton in theta.
-
-    ``fun(beta, v)`` returns (F, g_beta, g_v, h_bb, h_bv, h_vv); beta = Bmat theta,
-    v = theta' Ahat theta.  Returns (theta, hessian in theta at the end).
-    """
+def _penalised(fun, Bmat, Ahat, ridge):
+    """``th -> (F - ridge |th|^2 / 2, gradient, Hessian)`` in theta (see :func:`_newton_theta`)."""
+    eye = np.eye(Bmat.shape[1])
 
     def eval_at(th):
         beta = Bmat @ th
         v = max(float(th @ Ahat @ th), 0.0)
-        f, gb, gv, hbb, hbv, hvv = fun(beta, v)
+        try:
+            f, gb, gv, hbb, hbv, hvv = fun(beta, v)
+        except OverflowError:  # a trial step far out: rejected by the line search
+            nan = np.full((len(th), len(th)), np.nan)
+            return -np.inf, nan[0], nan
         dv = 2.0 * Ahat @ th
         g = Bmat.T @ gb + gv * dv - ridge * th
         h = (
@@ -125,16 +132,39 @@ def _newton_theta(fun, theta, Bmat, Ahat, *, max_iter=60, ridge=1e-8):
             + np.outer(dv, Bmat.T @ hbv)
             + hvv * np.outer(dv, dv)
             + gv * 2.0 * Ahat
-            - ridge * np.eye(len(th))
+            - ridge * eye
         )
         return f - 0.5 * ridge * th @ th, g, h
 
+    return eval_at
+
+
+def _newton_theta(fun, theta, Bmat, Ahat, *, max_iter=60, ridge=1e-8):
+    """Maximise F(beta(theta), v(theta)) - ridge |theta|^2 / 2 by damped Newton in theta.
+
+    ``fun(beta, v)`` returns (F, g_beta, g_v, h_bb, h_bv, h_vv); beta = Bmat theta,
+    v = theta' Ahat theta.  Each step is the Newton step of the Hessian shifted until it is
+    negative definite (Levenberg damping), then halved until the penalised objective does not
+    decrease (backtracking line search), so the objective never goes down.
+
+    Returns ``(theta, hessian in theta at the end, status)``.  ``status`` is None when the
+    maximum is found and identified by ``F`` itself, else why not: the iteration did not
+    settle within ``max_iter`` steps (or left the finite values), or the curvature of ``F``
+    at the end is at most ``100 * ridge`` along some direction, i.e. the data do not
+    determine theta there and the tiny ridge alone stopped the iteration (a label term that
+    saturates, as with a small label budget and few reports, has its maximum at infinity).
+    """
+    n = len(theta)
+    eval_at = _penalised(fun, Bmat, Ahat, ridge)
     f, g, h = eval_at(theta)
+    if not (np.isfinite(f) and np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
+        return theta, h, "the objective is not finite at the starting point"
+    settled = False
     for _ in range(max_iter):
         lam = 0.0
         scale = np.abs(np.diag(h)).max() + 1e-12
         while True:
-            hh = h - lam * scale * np.eye(len(theta))
+            hh = h - lam * scale * np.eye(n)
             try:
                 np.linalg.cholesky(-hh)
                 break
@@ -147,12 +177,32 @@ def _newton_theta(fun, theta, Bmat, Ahat, *, max_iter=60, ridge=1e-8):
             if np.isfinite(f_new) and f_new >= f - 1e-12 * abs(f):
                 break
             t *= 0.5
+        if not (np.isfinite(f_new) and f_new >= f - 1e-12 * abs(f)):
+            break  # no step along the direction increases the objective: stuck
         theta = theta + t * step
         decrement = float(g @ step)
         f, g, h = f_new, g_new, h_new
         if decrement < 1e-10 and t == 1.0:
+            settled = True
             break
-    return theta, h
+    if not settled:
+        return theta, h, f"the Newton iteration did not settle within {max_iter} steps"
+    curvature = np.linalg.eigvalsh(-0.5 * (h + h.T)) - ridge  # of F alone, without the ridge
+    if curvature.min() <= 100.0 * ridge:
+        return (
+            theta,
+            h,
+            (
+                "the label term does not determine theta (its curvature at the maximum is "
+                f"{max(curvature.min(), 0.0):.2g}: the maximum is at infinity, |theta| = "
+                f"{np.linalg.norm(theta):.3g} reached only through the tiny ridge)"
+            ),
+        )
+    return theta, h, None
+
+
+def _fmt(theta) -> str:
+    return "[" + ", ".join(f"{x:.4g}" for x in np.asarray(theta).ravel()) + "]"
 
 
 #: largest label budget summarize_logreg accepts (1 - rho = sigmoid(-10) = 4.5e-5: an absolute
@@ -228,7 +278,7 @@ def summarize_logreg(
     n_total = check_reports(data, engine, columns, con=con)
     rng = np.random.default_rng(seed)
     frac = min(1.0, n_pilot / n_total)
-    sample, scatter, m4, d = [], None, None, None
+    sample, scatter, m4, d, notes = [], None, None, None, []
     for chunk in report_chunks(data, engine, columns, con):
         d = chunk.shape[1] - 1 if d is None else d
         zx, zy = _split_reports(chunk, d)
@@ -272,7 +322,15 @@ def summarize_logreg(
                 float(kw[(0, 2)].sum()),
             )
 
-        theta0, _ = _newton_theta(sample_fun, np.zeros(d), Bmat, Ahat)
+        theta0, _, status = _newton_theta(sample_fun, np.zeros(d), Bmat, Ahat)
+        if status is not None:
+            # a bounded fallback: theta = 0 (no effect of the features), where the label term
+            # is smooth and the expansion's step 3 can still move it if the data say so
+            notes.append(
+                f"the pilot fit on {len(smp)} reports did not converge ({status}); the summary "
+                "is expanded around theta = 0 instead"
+            )
+            theta0 = np.zeros(d)
     else:
         theta0 = np.broadcast_to(np.asarray(pilot, dtype=np.float64), (d,)).copy()
 
@@ -309,23 +367,55 @@ def summarize_logreg(
             r = label_polynomial_numpy(fields, beta, v)
             return r["value"], r["g_beta"], r["g_v"], r["h_bb"], r["h_bv"], r["h_vv"]
 
-        theta1, hess = _newton_theta(poly_fun, theta0.copy(), Bmat, Ahat)
+        theta1, hess, status = _newton_theta(poly_fun, theta0.copy(), Bmat, Ahat)
+        if status is not None:
+            # the expansion (a polynomial, unbounded far from the pilot) has no maximum the
+            # data determine: keep the pilot and report the bounds around it
+            notes.append(
+                f"the maximiser of the expansion around theta = {_fmt(theta0)} was not found "
+                f"({status}); the pilot is kept and the bounds are reported around it"
+            )
+            theta1, hess = theta0, _penalised(poly_fun, Bmat, Ahat, 1e-8)(theta0)[2]
         diff = theta1 - theta0
         shift = float(np.sqrt(max(diff @ (-hess) @ diff, 0.0)))
         # the bound at the expansion's maximiser and 4 sd away along the principal axes
         lam, vec = np.linalg.eigh(-0.5 * (hess + hess.T))
-        sd_axes = vec / np.sqrt(np.maximum(lam, 1e-300))
+        # an axis without curvature has no posterior sd from the expansion: nothing certifies
+        # the summary along it (the bound 4 sd away is infinite)
+        flat = bool(np.any(lam <= 0.0))
+        sd_axes = vec / np.sqrt(np.where(lam > 0.0, lam, 1.0))
         probes = [theta1] + [
-            theta1 + sgn * 4.0 * sd_axes[:, k] for k in range(d) for sgn in (-1, 1)
+            theta1 + sgn * 4.0 * sd_axes[:, k] for k in range(d) for sgn in (-1, 1) if lam[k] > 0
         ]
         at = []
         for th in probes:
             beta, v = beta_v(th, cov_p, sx)
-            at.append(label_polynomial_numpy(fields, beta, v)["bound"])
-        worst = max(at)
-        if (shift <= shift_tol or worst <= recentre_bound) or passes > max_passes:
+            try:
+                at.append(label_polynomial_numpy(fields, beta, v)["bound"])
+            except OverflowError:  # the bound itself is beyond the doubles
+                at.append(float("inf"))
+        worst = float("inf") if flat else max(at)
+        if shift <= shift_tol or worst <= recentre_bound or status is not None:
+            break
+        if passes > max_passes:
+            notes.append(
+                f"the recentring did not settle within max_passes = {max_passes} passes: the "
+                f"expansion's maximiser is still {shift:.3g} sd from the pilot and the bound "
+                f"reaches {worst:.3g} nats around it"
+            )
             break
         theta0 = theta1
+    if notes:
+        warnings.warn(
+            "summarize_logreg: " + "; ".join(notes) + f". The error bound is {at[0]:.3g} nats "
+            f"at the expansion's maximiser and up to {worst:.3g} nats 4 sd from it: after "
+            "sampling, check_logreg_summary says whether the posterior is where the summary "
+            "is accurate; if not, fit PerturbedLogReg on the reports (exact), or rebuild the "
+            "summary with pilot= a theta near the posterior (e.g. a fit of PerturbedLogReg on "
+            "a subsample).",
+            UserWarning,
+            stacklevel=2,
+        )
     return LogRegSummary(
         packed=packed,
         d=d,
@@ -336,4 +426,5 @@ def summarize_logreg(
         pilot_shift=shift,
         mode_bound=at[0],
         probe_bound=worst,
+        pilot_status="; ".join(notes) or None,
     )
