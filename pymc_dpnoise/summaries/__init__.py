@@ -18,7 +18,7 @@ sufficient statistics; the bins feed a second-order expansion of the log density
 (:func:`pymc_dpnoise.math.clipped_normal_summary_logp` derives it).  Bins are aligned with
 the clipping bounds, where the density has kinks.
 
-**Bin assignment is the same expression in every engine**, so every engine gives identical
+**Bin assignment is the same expression on every engine**, so every engine gives identical
 counts (moments differ only by summation order):
 
 .. code-block:: text
@@ -30,10 +30,15 @@ counts (moments differ only by summation order):
 Engines (:func:`summarize` dispatches on the type of ``data``):
 
 * NumPy arrays (and anything :func:`numpy.asarray` takes), in chunks of ``2**20`` reports;
-* a path to a Parquet or CSV file, or a DuckDB relation: one SQL ``GROUP BY`` run by DuckDB,
-  streaming the file (nothing is loaded into Python memory);
+* a path to a Parquet or CSV file, or a DuckDB relation: read as a DuckDB relation, which
+  Narwhals drives like any lazy frame, so DuckDB runs the group-by streaming the file
+  (nothing is loaded into Python memory);
 * any dataframe Narwhals knows (pandas, Polars eager or lazy, PyArrow, Dask, PySpark, ...),
   with the group-by executed by the backend itself (lazily where the backend is lazy).
+
+The bin assignment is written twice: once for NumPy (:meth:`ClippedBinning.numpy`) and once
+as Narwhals expressions (:meth:`ClippedBinning.narwhals_exprs`) that every other engine,
+DuckDB included, runs.
 
 The same engines build the summaries of the other models: :func:`summarize_histogram`
 (distinct OUE / SUE / unary-encoding bit patterns or k-RR ids and their counts, for the

@@ -135,44 +135,13 @@ class ClippedBinning:
         cols = [np.bincount(row, weights=w, minlength=k + 2) for w in (None, d, d2, d3)]
         return np.stack(cols, axis=1).astype(np.float64)
 
-    # ---- SQL (DuckDB) ---------------------------------------------------------------------
-    def sql(self, source: str, column: str) -> tuple[str, dict]:
-        """A DuckDB query (with named parameters) reading ``column`` from ``source``."""
-        col = '"' + column.replace('"', '""') + '"'
-        query = f"""
-        WITH t AS (SELECT CAST({col} AS DOUBLE) AS z FROM {source}),
-        u AS (SELECT z, LEAST(GREATEST(floor((z - $a) * $r), 0.0), $kmax) AS j FROM t),
-        v AS (
-          SELECT
-            CASE WHEN z <= $a THEN 0 WHEN z >= $b THEN $k + 1 ELSE CAST(j AS BIGINT) + 1 END
-              AS row,
-            CASE WHEN z <= $a THEN $a - z WHEN z >= $b THEN z - $b
-                 ELSE z - ($a + (j + 0.5) * $h) END AS d,
-            (z > $a AND z < $b) AS ins,
-            (z IS NULL OR NOT isfinite(z)) AS bad
-          FROM u)
-        SELECT row, count(*) AS n, sum(d) AS s1,
-               sum(CASE WHEN ins THEN d * d ELSE 0.0 END) AS s2,
-               sum(CASE WHEN ins THEN abs(d) * d * d ELSE 0.0 END) AS a3,
-               sum(CAST(bad AS BIGINT)) AS nbad
-        FROM v GROUP BY row
-        """
-        params = dict(
-            a=self.lower,
-            b=self.upper,
-            h=self.width,
-            r=self.inv_width,
-            kmax=float(self.n_bins - 1),
-        )
-        # exact double literals (DuckDB reads exponent notation as DOUBLE, correctly rounded);
-        # relations cannot take prepared parameters
-        for key, val in params.items():
-            query = query.replace(f"${key}", f"({val:.17e})")
-        return query.replace("$k", str(self.n_bins)), {}
-
-    # ---- Narwhals -------------------------------------------------------------------------
+    # ---- Narwhals (every dataframe, and DuckDB files and relations) -----------------------
     def narwhals_exprs(self, column: str):
-        """``(row, d, d2, d3)`` Narwhals expressions on ``column``."""
+        """``(row, d, inside)`` Narwhals expressions on ``column``.
+
+        Narwhals renders them for pandas, Polars, PyArrow, Dask, PySpark and DuckDB alike
+        (DuckDB relations are Narwhals lazy frames, run by DuckDB's own streaming engine), so
+        this and :meth:`numpy` are the only two spellings of the bin assignment."""
         import narwhals as nw
 
         a, b, h, k = self.lower, self.upper, self.width, self.n_bins
@@ -203,22 +172,6 @@ class ClippedBinning:
         for c, v in enumerate((n, s1, s2, a3)):
             np.add.at(out[:, c], rows, np.asarray(v, dtype=np.float64))
         return out
-
-
-def _duckdb_table(binning, source, column, con=None, relation=None):
-    import duckdb
-
-    if relation is not None:
-        query, _ = binning.sql("__pmd_reports", column)
-        res = relation.query("__pmd_reports", query).fetchnumpy()
-    else:
-        query, _ = binning.sql(source, column)
-        res = (con or duckdb.connect()).execute(query).fetchnumpy()
-    if res["nbad"].sum() > 0:
-        raise ValueError(
-            f"data: reports must be finite; found {int(res['nbad'].sum())} NULL/NaN/inf value(s)"
-        )
-    return binning.finish(res["row"], res["n"], res["s1"], res["s2"], res["a3"])
 
 
 def _narwhals_table(binning, data, column):
@@ -303,7 +256,10 @@ def _aggregate(data, binning, *, column=None, con=None) -> np.ndarray:
         path = Path(data)
         if column is None:
             raise ValueError("column: name the column of reports in the file")
-        return _duckdb_table(binning, file_source(path), column, con=con)
+        import duckdb
+
+        rel = (con or duckdb.connect()).sql(f"SELECT * FROM {file_source(path)}")
+        return _narwhals_table(binning, rel, column)
     mod = type(data).__module__.split(".")[0]
     if mod == "duckdb":
         if column is None:
@@ -313,7 +269,7 @@ def _aggregate(data, binning, *, column=None, con=None) -> np.ndarray:
                     f"column: the relation has columns {cols}; say which holds the reports"
                 )
             column = cols[0]
-        return _duckdb_table(binning, None, column, con=con, relation=data)
+        return _narwhals_table(binning, data, column)
     if mod in ("numpy", "builtins") or isinstance(data, np.ndarray):
         return binning.numpy(data)
     if mod == "pytensor":
