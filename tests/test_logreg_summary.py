@@ -12,6 +12,7 @@ adaptive-quadrature reference written here with SciPy.
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 
 import numpy as np
@@ -333,3 +334,68 @@ def test_dims_model_with_learned_covariance():
     ex = _exact_fn(2)(z, s.theta_pilot, c, np.full(2, 0.5), 1.0)
     assert abs(lp - ex) <= s.bound(s.theta_pilot, cov=c)
     assert np.all(np.isfinite(m.compile_dlogp()(point)))
+
+
+# --------------------------------------------------------------------------------------------
+# Iterative estimates that do not converge say so, and the advice given works
+# --------------------------------------------------------------------------------------------
+
+
+def _weak_reports():
+    """300 reports at epsilon_y = 0.2, d = 2: the label term saturates and its maximum on
+    these reports is at infinity (the old pilot fit stopped at |theta| = 158, held only by
+    its 1e-8 ridge, where the bound at theta = 0 was 2e16 nats)."""
+    return simulate(np.random.default_rng(0), 300, [1.0, -1.0], np.eye(2), 1.0, 0.2)
+
+
+def test_unconverged_pilot_warns_and_falls_back_to_zero():
+    z = _weak_reports()
+    with pytest.warns(UserWarning, match=r"pilot fit on 300 reports did not converge"):
+        s = summarize_logreg(z, 1.0, 0.2, cov=np.eye(2))
+    assert np.array_equal(s.theta_pilot, np.zeros(2))
+    assert "does not determine theta" in s.pilot_status
+    # the summary is accurate where the prior puts such a posterior (around theta = 0);
+    # 1e-6 nats: at the pilot only the v-direction term of the remainder is left (3e-8 here)
+    assert s.bound(np.zeros(2)) < 1e-6
+    # the same reports with a budget that identifies theta: no warning, and a converged pilot
+    strong = simulate(np.random.default_rng(0), 2000, [1.0, -1.0], np.eye(2), 0.5, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s2 = summarize_logreg(strong, 0.5, 1.0, cov=np.eye(2))
+    assert s2.pilot_status is None
+
+
+def test_check_advice_does_not_point_back_to_a_pilot_the_posterior_sits_on():
+    """A posterior pinned at the pilot (sd 0.7, as sampling from the old diverged summary
+    gave): a new pilot at the posterior mean would rebuild the same summary, so the advice
+    is the exact likelihood, never ``pilot=``."""
+    z = _weak_reports()
+    pilot = np.array([45.50710315, -151.3879837])  # where the old pilot fit stopped
+    with pytest.warns(UserWarning, match="maximiser of the expansion"):
+        s = summarize_logreg(z, 1.0, 0.2, cov=np.eye(2), pilot=pilot)
+    draws = {"theta": pilot + 0.7 * np.random.default_rng(1).normal(size=(1, 50, 2))}
+    with pytest.raises(ValueError, match="error bound") as err:
+        pmd.check_logreg_summary(s, draws)
+    assert "fit PerturbedLogReg" in str(err.value)
+    assert "pilot=" not in str(err.value) and "rebuild" not in str(err.value)
+
+
+def test_check_advice_to_rebuild_at_the_posterior_mean_works():
+    """A summary around a pilot far from the posterior: the advice names the posterior mean
+    as the new pilot, and the summary rebuilt there passes the same check."""
+    rng = np.random.default_rng(6)
+    z = simulate(rng, 2000, [1.0, -0.5], np.eye(2), 0.5, 1.0)
+    good = summarize_logreg(z, 0.5, 1.0, cov=np.eye(2))
+    # 0.05: about half the posterior sd of 2000 reports at epsilon_y = 1 (0.1)
+    draws = {"theta": good.theta_pilot + 0.05 * rng.normal(size=(1, 40, 2))}
+    # one pass only, so the recentring cannot repair the bad pilot (and says it did not)
+    with pytest.warns(UserWarning, match="recentring did not settle within max_passes = 1"):
+        bad = summarize_logreg(z, 0.5, 1.0, cov=np.eye(2), pilot=[3.0, 2.0], max_passes=1)
+    with pytest.raises(ValueError, match="error bound") as err:
+        pmd.check_logreg_summary(bad, draws)
+    advised = re.search(r"pilot=\[([^\]]+)\]", str(err.value))
+    assert advised is not None, str(err.value)
+    new_pilot = np.array([float(x) for x in advised.group(1).split(",")])
+    np.testing.assert_allclose(new_pilot, draws["theta"].reshape(-1, 2).mean(0), rtol=1e-3)
+    rebuilt = summarize_logreg(z, 0.5, 1.0, cov=np.eye(2), pilot=new_pilot, max_passes=1)
+    assert pmd.check_logreg_summary(rebuilt, draws).shape == (1, 40)

@@ -4,6 +4,7 @@ identical tables from every aggregation engine, and the summary distributions.""
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 import pymc as pm
@@ -786,3 +787,15 @@ def test_large_pattern_keys_never_collide(tmp_path, base):
         s = summaries.summarize_histogram(data)
         assert s.patterns.tolist() == [2**53 - 2, 2**53 - 1], name
         assert s.counts.tolist() == [1, 2], name
+
+
+def test_choose_n_bins_warns_when_max_bins_caps_the_budget():
+    """A bin count capped by ``max_bins`` cannot keep ``tol``: the bound says so and a
+    warning says what helps (the uncapped count, from the h^3 law, keeps it)."""
+    with pytest.warns(UserWarning, match=r"max_bins = 8 bins give an error bound") as rec:
+        k, bound = summaries.choose_n_bins("normal", 10**6, LO, HI, 4.0, 1e-3, max_bins=8)
+    assert k == 8 and bound > 1e-3
+    advised = int(re.search(r"; (\d+) bins would do", str(rec[0].message)).group(1))
+    k2, b2 = summaries.choose_n_bins("normal", 10**6, LO, HI, 4.0, 1e-3, max_bins=advised)
+    assert k2 == advised
+    assert b2 <= 1e-3

@@ -171,15 +171,9 @@ def _summary_data(spec, args, t):
     from ..summaries import SUMMARY_THRESHOLD, summarize_if_large
 
     idx = pick_column(t, args.column, set(), "reports")
-    col = '"' + t._sql_names[idx].replace('"', '""') + '"'
-    col = f"trim({col})" if t.format == "csv" else col
     # the column keeps its name, so that the summaries' errors name it
-    name = t.names[idx] if t.names and t.names[idx] else f"column {idx}"
-    alias = '"' + name.replace('"', '""') + '"'
-    rel = t._con.sql(
-        f"SELECT TRY_CAST({col} AS DOUBLE) AS {alias} FROM {t._from} OFFSET {int(t._offset)}",
-        params=t._params,
-    )
+    name = t.column_name(idx)
+    rel = t.relation([idx])
     lower = args.lower if model == "normal" else 0.0
     try:
         s, n = summarize_if_large(

@@ -146,6 +146,30 @@ class Table:
 
     # ----------------------------------------------------------------------------------------
 
+    def column_name(self, idx: int) -> str:
+        """The name summaries give column ``idx`` in their messages (header name or index)."""
+        return self.names[idx] if self.names and self.names[idx] else f"column {idx}"
+
+    def count_rows(self) -> int:
+        """Number of data rows (a ``count(*)``; Parquet: from the metadata)."""
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM {self._from} OFFSET {int(self._offset)})"
+        return int(self._query(sql).fetchall()[0][0])
+
+    def relation(self, indices: list[int]):
+        """A DuckDB relation of the data rows with columns ``indices`` as DOUBLE (a cell that
+        is not a number becomes NULL, which the summaries refuse naming the column), each
+        named :meth:`column_name`; nothing is read until the relation is."""
+        cells = [_quote(self._sql_names[i]) for i in indices]
+        if self.format == "csv":
+            cells = [f"trim({c})" for c in cells]
+        sel = ", ".join(
+            f"TRY_CAST({c} AS DOUBLE) AS {_quote(self.column_name(i))}"
+            for i, c in zip(indices, cells, strict=True)
+        )
+        return self._con.sql(
+            f"SELECT {sel} FROM {self._from} OFFSET {int(self._offset)}", params=self._params
+        )
+
     def label(self, idx: int) -> str:
         """How messages name column ``idx``: its header name, or its index."""
         if self.names is not None and self.names[idx]:

@@ -1047,7 +1047,29 @@ def check_logreg_summary(summary, idata, *, tol=LOGREG_SUMMARY_TOL, var="theta",
     if worst > tol:
         raise ValueError(
             f"PerturbedLogRegSummary: the error bound reaches {worst:.3g} nats at "
-            f"{int(np.sum(bounds > tol))} of {bounds.size} draws (tol {tol}); rebuild the "
-            "summary with pilot= the posterior mean, or fit PerturbedLogReg on the reports"
+            f"{int(np.sum(bounds > tol))} of {bounds.size} draws (tol {tol}); "
+            + _logreg_summary_advice(summary, theta)
         )
     return bounds
+
+
+def _logreg_summary_advice(summary, theta) -> str:
+    """What would make the summary accurate at these draws: a new pilot only where the
+    posterior has moved away from the old one (else rebuilding gives the same summary)."""
+    draws = np.asarray(theta, dtype=np.float64).reshape(-1, summary.d)
+    mean, sd = draws.mean(axis=0), draws.std(axis=0)
+    fmt = ", ".join(f"{x:.4g}" for x in mean)
+    away = float(np.max(np.abs(mean - summary.theta_pilot) / np.maximum(sd, 1e-300)))
+    exact = "fit PerturbedLogReg on the reports (the exact likelihood)"
+    why = "" if summary.pilot_status is None else f" (the pilot: {summary.pilot_status})"
+    if away > 1.0:
+        return (
+            f"the posterior mean is {away:.3g} posterior sd from the summary's pilot{why}: "
+            f"rebuild the summary with pilot=[{fmt}] (the posterior mean), sample and check "
+            f"again, or {exact}"
+        )
+    return (
+        f"the posterior is centred on the summary's pilot already ({away:.2g} posterior sd "
+        f"from it){why}, so a new pilot would give the same summary: the posterior is wider "
+        f"than the region where the expansion is accurate; {exact}"
+    )

@@ -59,11 +59,6 @@ def _regression_read(table, args, *, labels):
     )
 
 
-def _sql_column(table, idx):
-    col = '"' + table._sql_names[idx].replace('"', '""') + '"'
-    return f"trim({col})" if table.format == "csv" else col
-
-
 def _cov_draws(post, d):
     """Σ at every draw of the CLI's regression models (:func:`.._options.feature_cov`)."""
     import numpy as np
@@ -94,10 +89,7 @@ def logreg_summary_data(table, args):
     if args.approximation != "quadrature":
         return None
     x_idx, y_idx = _regression_columns(table, args)
-    n = table._con.sql(
-        f"SELECT count(*) FROM (SELECT 1 FROM {table._from} OFFSET {int(table._offset)})",
-        params=table._params,
-    ).fetchall()[0][0]
+    n = table.count_rows()
     if n < SUMMARY_THRESHOLD:
         return None
     sx, ey, _ = _logreg_noise(args)
@@ -117,14 +109,8 @@ def logreg_summary_data(table, args):
         )
     cols = [*x_idx, y_idx]
     # the columns keep their names, so that the summary's errors name them
-    names = [table.names[i] if table.names and table.names[i] else f"column {i}" for i in cols]
-    sel = ", ".join(
-        f'TRY_CAST({_sql_column(table, i)} AS DOUBLE) AS "{name.replace(chr(34), chr(34) * 2)}"'
-        for i, name in zip(cols, names, strict=True)
-    )
-    rel = table._con.sql(
-        f"SELECT {sel} FROM {table._from} OFFSET {int(table._offset)}", params=table._params
-    )
+    names = [table.column_name(i) for i in cols]
+    rel = table.relation(cols)
     try:
         s = summarize_logreg(rel, sx, ey, columns=names)
     except ValueError as exc:  # NULL / non-numeric / non-finite reports, labels not 0/1
