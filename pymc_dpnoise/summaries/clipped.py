@@ -14,10 +14,10 @@ from .engines import (
     count_reports,
     engine_of,
     file_source,
-    integer,
+    integer_param,
     is_path,
     one_column,
-    real,
+    real_param,
 )
 
 
@@ -82,10 +82,10 @@ class ClippedBinning:
     n_bins: int
 
     def __post_init__(self):
-        lo, hi = real("lower", self.lower), real("upper", self.upper)
+        lo, hi = real_param("lower", self.lower), real_param("upper", self.upper)
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ValueError(f"lower, upper: need finite lower < upper, got {lo}, {hi}")
-        if integer("n_bins", self.n_bins) < 1:
+        if integer_param("n_bins", self.n_bins) < 1:
             raise ValueError(f"n_bins: must be >= 1, got {self.n_bins}")
         object.__setattr__(self, "lower", lo)
         object.__setattr__(self, "upper", hi)
@@ -324,10 +324,10 @@ def summarize(
     >>> s.table.shape, s.n_total
     ((66, 4), 10000)
     """
-    lower, upper = real("lower", lower), real("upper", upper)
-    epsilon, tol = real("epsilon", epsilon), real("tol", tol)
+    lower, upper = real_param("lower", lower), real_param("upper", upper)
+    epsilon, tol = real_param("epsilon", epsilon), real_param("tol", tol)
     if n_bins is not None:
-        n_bins = integer("n_bins", n_bins)
+        n_bins = integer_param("n_bins", n_bins)
     if model not in ("normal", "exponential"):
         raise ValueError(f"model: 'normal' or 'exponential', got {model!r}")
     if model == "exponential" and lower != 0.0:
@@ -371,7 +371,11 @@ def summarize_if_large(
     (ClippedSummary or None, int)
         The summary (None below the threshold) and the number of reports.
     """
-    lower, upper, epsilon = real("lower", lower), real("upper", upper), real("epsilon", epsilon)
+    lower, upper, epsilon = (
+        real_param("lower", lower),
+        real_param("upper", upper),
+        real_param("epsilon", epsilon),
+    )
     n = count_reports(data, column)
     if n < threshold:
         return None, n

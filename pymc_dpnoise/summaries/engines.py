@@ -38,7 +38,7 @@ def engine_of(data) -> str:
     return "narwhals"
 
 
-def real(name: str, value) -> float:
+def real_param(name: str, value) -> float:
     """``value`` as a float; a string, a bool or anything else that is not a real number is
     a TypeError naming ``name`` (``float("1")`` and ``float(True)`` would pass silently)."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -48,7 +48,7 @@ def real(name: str, value) -> float:
     return float(value)
 
 
-def integer(name: str, value) -> int:
+def integer_param(name: str, value) -> int:
     """``value`` as an int; not an integer (a bool, a float, a string) is a TypeError."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from .engines import check_reports, engine_of, real, report_chunks
+from .engines import check_reports, engine_of, real_param, report_chunks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,7 +267,7 @@ def summarize_logreg(
         unpack,
     )
 
-    eps = real("epsilon_y", epsilon_y)
+    eps = real_param("epsilon_y", epsilon_y)
     if not (np.isfinite(eps) and 0 < eps <= MAX_LOGREG_EPSILON):
         raise ValueError(
             f"epsilon_y: must be in (0, {MAX_LOGREG_EPSILON:g}] for the summary, got {eps} (above, "
