@@ -340,3 +340,28 @@ def test_clip_normalize_refuses_nan():
     with pytest.raises(ValueError, match="`v`"):
         m.clip_normalize(np.array([np.nan, 0.5, 0.5]))
     np.testing.assert_array_equal(m.clip_normalize(np.array([1e308, 1e308, -1.0])), [0.5, 0.5, 0])
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e200, 1e300])
+def test_simplex_maps_are_right_at_any_scale(scale):
+    """project_simplex of a 1e200-scale vector returned [0, 1.7e200, 0] (the cumulative sums
+    lost the 1 they subtract); clip_normalize's sum overflowed for entries near float max."""
+    v = np.array([0.5, -0.1, 0.6, 0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proj = m.project_simplex(v * scale)
+        norm = m.clip_normalize(v * scale)
+    # far from the simplex the projection is the vertex of the largest entry; at scale 1 it
+    # is v minus tau = (0.6 + 0.5 + 0.3 - 1) / 3, entries below tau at 0; near 0 it is the
+    # centre of the simplex
+    tau = 0.4 / 3
+    expected = {1e-300: np.full(4, 0.25), 1.0: np.array([0.5 - tau, 0, 0.6 - tau, 0.3 - tau])}
+    expected = expected.get(scale, np.array([0, 0, 1.0, 0]))
+    np.testing.assert_allclose(proj, expected, rtol=0, atol=4 * np.finfo(float).eps)
+    # clip_normalize is scale free: 4 ulps for one rescaling and one division each rounded
+    np.testing.assert_allclose(norm, np.array([5, 0, 6, 3]) / 14, rtol=4 * np.finfo(float).eps)
+    for out in (proj, norm):
+        assert np.all(out >= 0) and abs(out.sum() - 1) <= 4 * np.finfo(float).eps
+    huge = np.array([np.finfo(float).max, np.finfo(float).max, -np.finfo(float).max])
+    np.testing.assert_allclose(m.project_simplex(huge), [0.5, 0.5, 0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(m.clip_normalize(huge), [0.5, 0.5, 0], rtol=0, atol=1e-15)

@@ -300,6 +300,12 @@ def project_simplex(v, axis=-1):
     """
     x = np.moveaxis(np.asarray(v, dtype=float), axis, -1)
     check_finite("v", x)
+    # The projection does not change when a constant is added to every entry: shift the
+    # largest entry to 0 (the sums below then lose nothing to a huge scale), and raise every
+    # entry below -1 to -2 (it is below the threshold tau >= max - 1, so it projects to 0
+    # either way, and the cumulative sums cannot overflow).
+    with np.errstate(over="ignore"):
+        x = np.maximum(x - np.max(x, axis=-1, keepdims=True), -2.0)
     k = x.shape[-1]
     u = -np.sort(-x, axis=-1)
     css = np.cumsum(u, axis=-1) - 1.0
