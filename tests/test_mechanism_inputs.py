@@ -365,3 +365,26 @@ def test_simplex_maps_are_right_at_any_scale(scale):
     huge = np.array([np.finfo(float).max, np.finfo(float).max, -np.finfo(float).max])
     np.testing.assert_allclose(m.project_simplex(huge), [0.5, 0.5, 0], rtol=0, atol=1e-15)
     np.testing.assert_allclose(m.clip_normalize(huge), [0.5, 0.5, 0], rtol=0, atol=1e-15)
+
+
+def test_sensitivities_as_hypots_equal_the_lemmas():
+    """The overflow-free forms equal the lemmas' formulas where those do not overflow (8 ulps:
+    each side is up to a dozen correctly rounded operations on well-conditioned positive
+    terms, so each side is within ~4 ulps of the exact value)."""
+    rng = np.random.default_rng(0)
+    for R, Ry, s1, s2, s3, s4 in np.exp(rng.uniform(-3, 3, (200, 6))):
+        c1, c2 = s1**2 / s2**2, s1**2 / s3**2
+        lin = np.sqrt(c1**2 * Ry**4 / 2 + 2 * R**4 + 2 * c1 * Ry**2 * R**2 + c2 * Ry**4)
+        c = s1**2 / s2**2
+        log = np.sqrt(1.0 / (2.0 * c) + 2 * R**2 + 2 * c * R**4)
+        p2, p3, p4 = s1**2 / s2**2, s1**2 / s3**2 * Ry**2, s1**2 / s4**2 * Ry**2
+        poi = (2 * (p2 + p4) * R**2 + p3 + 1) / np.sqrt(2 * (p2 + p4))
+        np.testing.assert_allclose(
+            [
+                m.linear_ss_sensitivity(R, Ry, s1, s2, s3),
+                m.logistic_ss_sensitivity(R, s1, s2),
+                m.poisson_ss_sensitivity(R, Ry, s1, s2, s3, s4),
+            ],
+            [lin, log, poi],
+            rtol=8 * np.finfo(float).eps,
+        )
