@@ -1458,3 +1458,117 @@ def test_logreg_above_the_threshold_fits_the_summary_and_agrees_with_the_exact_p
     sd_w = np.sqrt(w @ (draws - mean_w) ** 2)
     assert np.all(np.abs(mean_w - mean) < 0.05 * sd), (mean_w - mean) / sd
     assert np.all(np.abs(sd_w - sd) < 0.05 * sd), (sd_w - sd) / sd
+
+
+# --------------------------------------------------------------------------------------------
+# Before and around sampling (issue 39, rows 4 and 5): rows the sampler would fail on, releases
+# inconsistent with the model, and sampler exceptions -- all one line, before anything is sampled
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    """pm.sample replaced by a function that records its call and raises a two-line error."""
+    import pymc
+
+    calls = []
+
+    def fake_sample(**kwargs):
+        calls.append(kwargs)
+        raise RuntimeError("All initialization points failed\nCaused by: ErrorCode(4)")
+
+    monkeypatch.setattr(pymc, "sample", fake_sample)
+    return calls
+
+
+def test_row_with_non_finite_loglikelihood_is_refused_before_sampling(
+    tmp_path, capsys, no_sampling
+):
+    """Rows [3, 1e300], --noise gaussian --sigma 2: nutpie printed a Rust backtrace and died of a
+    segmentation fault, PyMC's sampler exited 1; now exit 2 naming the row, nothing sampled."""
+    p = _write(tmp_path / "c.csv", "y\n3\n1e300\n")
+    argv = ["fit", "noisy-binomial", p, "--n", "50", "--noise", "gaussian", "--sigma", "2", *FAST]
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    err = out.err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "data row 2: release 1e+300 has log-likelihood" in err[0], err
+    assert "(p = 0.5)" in err[0] and "Sampling" not in out.out and not no_sampling
+
+
+def test_sampler_exception_is_one_line_exit_2(tmp_path, capsys, no_sampling):
+    """Any exception out of the sampler (a Rust panic surfaces in nutpie as a Python exception
+    with a multi-line message) ends in one line and exit 2, not a traceback or exit 1."""
+    p = _write(tmp_path / "c.csv", "y\n3\n4\n5\n")
+    assert main(["fit", "noisy-binomial", p, "--n", "10", "--epsilon", "1", *FAST]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(no_sampling) == 1 and len(err) == 1, err
+    assert "sampling with pymc failed: All initialization points failed (" in err[0], err
+
+
+@pytest.mark.parametrize(
+    ("opts", "sds"),
+    [
+        (["--epsilon", "1"], "36.8"),  # Laplace, scale 1: sd sqrt(2)
+        (["--noise", "discrete-laplace", "--scale", "2"], None),
+        (["--noise", "gaussian", "--sigma", "3"], "17.3"),
+        (["--noise", "discrete-gaussian", "--rho", "0.5"], None),
+    ],
+)
+def test_releases_far_beyond_n_warn_before_sampling(tmp_path, capsys, no_sampling, opts, sds):
+    """Releases around 150 with --n 100 (52 beyond n at most): the fit ran to p = 0.9995
+    without a word; now a warning naming the worst row, before sampling.  Releases within
+    reach of [0, n] (the same file with --n 150) do not warn."""
+    rows = [148, 150, 152, 149, 151, 150]
+    p = _write(tmp_path / "c.csv", "y\n" + "\n".join(map(str, rows)) + "\n")
+    base = ["fit", "noisy-binomial", p, *opts, *FAST]
+    assert main([*base, "--n", "100"]) == 2  # the fake sampler's error
+    out = capsys.readouterr()
+    warning = [ln for ln in out.err.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1, out.err
+    assert (
+        "data row 3: release 152 lies 52 beyond the count's range [0, 100] (--n 100)"
+        in (warning[0])
+    )
+    assert "6 rows like it" in warning[0] and "inconsistent" in warning[0]
+    if sds:
+        assert f", {sds} noise sds" in warning[0]
+    assert out.err.index("warning:") < out.err.index("sampling with pymc failed")
+    assert main([*base, "--n", "150"]) == 2
+    assert "warning:" not in capsys.readouterr().err
+
+
+def test_tail_bound_is_a_bound():
+    """The warning's bound on P(noise >= d) is never below the exact tail of any kind."""
+    from scipy import stats
+
+    from pymc_dpnoise.cli._checks import _log_tail_bound
+
+    d = np.array([0.5, 1.0, 2.0, 5.0, 20.0, 60.0])
+    for b in (0.3, 1.0, 4.0):
+        exact = {
+            "laplace": stats.laplace(scale=b).logsf(d),
+            # P(N >= d) for integer N with pmf prop. to exp(-|k| / b): exp(-ceil(d)/b)/(1+e^-1/b)
+            "discrete-laplace": -np.ceil(d) / b - np.log1p(np.exp(-1 / b)),
+            "rounded-laplace": stats.laplace(scale=b).logsf(np.ceil(d) - 0.5),
+        }
+        for kind, tail in exact.items():
+            assert np.all(_log_tail_bound(kind, b, d) >= tail - 1e-12), (kind, b)
+    for s in (0.5, 2.0, 10.0):
+        k = np.arange(-4000, 4001)
+        logw = -(k**2) / (2 * s * s)
+        dg = [np.logaddexp.reduce(logw[k >= x]) - np.logaddexp.reduce(logw) for x in d]
+        assert np.all(_log_tail_bound("discrete-gaussian", s, d) >= np.array(dg) - 1e-12), s
+        assert np.all(_log_tail_bound("gaussian", s, d) >= stats.norm(scale=s).logsf(d)), s
+
+
+@pytest.mark.parametrize("model", sorted(MODEL_ARGS))
+def test_pre_sampling_checks_pass_every_example_file(files, capsys, no_sampling, model):
+    """The per-row log-likelihood check (compiled for the Python VM) runs on every model and
+    passes its valid example file without a warning: the fit reaches the sampler."""
+    argv = ["fit", model, f"{files[model]}.csv", *MODEL_ARGS[model], *FAST]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(no_sampling) == 1, err
+    assert [ln for ln in err if "warning" in ln or "error" in ln] == [err[-1]], err
+    assert "sampling with pymc failed: All initialization points failed" in err[-1]

@@ -35,7 +35,7 @@ MODULES = {_module_name(p): p for p in sorted(CLI.rglob("*.py"))}
 #: the layers, bottom up: a module may import only modules of a lower layer
 LAYERS = [
     ["_base", "_spec"],
-    ["_options", "_columns", "_read", "_write"],
+    ["_options", "_columns", "_read", "_write", "_checks"],
     ["families", "families.*"],
     ["_registry"],
     ["_args"],

@@ -4,6 +4,8 @@ against the exact grid posterior."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -369,3 +371,138 @@ def test_krr_per_report_p_traces_under_jax_jit():
     value, grad = jax.jit(jax.value_and_grad(logp))(point)
     assert np.isclose(value, logp(point))
     assert np.all(np.isfinite(grad[0]))
+
+
+# --------------------------------------------------------------------------------------------
+# Extreme keep / flip probabilities and budgets against an exact reference (issue 39, row 8)
+# --------------------------------------------------------------------------------------------
+
+#: keep / flip probabilities reaching both ends of (0, 1) in float64
+_PROBS = (1e-300, 1e-17, 1e-3, 0.3, 0.5, 0.9, 1 - 1e-10, 1 - 1e-16)
+#: budgets from a subnormal-free tiny value to the likelihoods' limit (MAX_EPSILON = 700)
+_EPSILONS = (1e-300, 1e-17, 1e-3, 0.5, 5.0, 40.0, 300.0, 700.0)
+_THETAS = (np.ones(3) / 3, np.array([0.7, 0.2, 0.1]), np.array([0.5, 0.5, 0.0]))
+_PATTERNS = np.array([[(v >> j) & 1 for j in range(3)] for v in range(8)])  # every report, k=3
+
+
+def _exact_ue(z, theta, a, b, a1=None, b1=None):
+    """log sum_x theta_x prod_j P(z_j | e_j = [j == x]), in 60-digit decimal arithmetic from
+    the exact values of the float inputs (``a1``, ``b1``: 1 - a and 1 - b when given, for a real
+    a or b near 1): it shares no formula with the closed form under test."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        a, b = Decimal(a), Decimal(b)
+        a1 = 1 - a if a1 is None else Decimal(a1)
+        b1 = 1 - b if b1 is None else Decimal(b1)
+        total = Decimal(0)
+        for x, th in enumerate(theta):
+            prob = Decimal(float(th))
+            for j, bit in enumerate(z):
+                prob *= (a if bit else a1) if j == x else (b if bit else b1)
+            total += prob
+        return float(total.ln()) if total > 0 else -np.inf
+
+
+def _exact_krr(y, theta, eps, k=3):
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        e = Decimal(eps).exp()
+        norm = e + (k - 1)
+        total = sum(Decimal(float(th)) * (e if x == y else 1) / norm for x, th in enumerate(theta))
+        return float(total.ln()) if total > 0 else -np.inf
+
+
+def _sigmoid_decimal(x):
+    """1 / (1 + e^-x) to 60 digits (its complement is _sigmoid_decimal(-x), not 1 - it)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return 1 / (1 + (-Decimal(x)).exp())
+
+
+_FREQ_FNS = {}
+
+
+def _frequency_functions():
+    """One compiled function per family: logp of every k = 3 report and the gradient of their
+    sum with respect to p and the scalar parameters."""
+    if not _FREQ_FNS:
+        p, a, b, eps = pt.dvector("p"), pt.dscalar("a"), pt.dscalar("b"), pt.dscalar("eps")
+        z, y = pt.as_tensor_variable(_PATTERNS), pt.as_tensor_variable(np.arange(3))
+        dists = {
+            "ue": ([p, a, b], pmd.UnaryEncodingLikelihood.dist(p=p, keep_prob=a, flip_prob=b), z),
+            "oue": ([p, eps], pmd.OUELikelihood.dist(p=p, epsilon=eps), z),
+            "sue": ([p, eps], pmd.SUELikelihood.dist(p=p, epsilon=eps), z),
+            "krr": ([p, eps], pmd.KRRLikelihood.dist(p=p, epsilon=eps), y),
+        }
+        for name, (inputs, dist, value) in dists.items():
+            lp = pm.logp(dist, value)
+            _FREQ_FNS[name] = pytensor.function(inputs, [lp, *pt.grad(lp.sum(), inputs)])
+    return _FREQ_FNS
+
+
+def _tolerance(*probs):
+    """Absolute tolerance of a logp built from these probabilities (floats or Decimals): the
+    closed form adds up to 2k + 2 logarithms of the parameters and their complements, each
+    correctly rounded to a couple of ulps, so its error is a few ulps of the sum of their
+    magnitudes (16 ulps of k times that sum, k = 3)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        dec = [
+            Decimal(q.numerator) / q.denominator if isinstance(q, Fraction) else q for q in probs
+        ]
+        mags = sum(abs(float(Decimal(q).ln())) for q in dec)
+    return 16 * np.finfo(float).eps * (1 + 3 * mags)
+
+
+def test_unary_encoding_at_extreme_probabilities_is_exact():
+    """keep_prob = 1e-17, flip_prob = 0.3, report [1, 1, 1]: logp was -inf (exact -41.55):
+    log1p(expm1(ell) * t) at t = 1 with expm1(ell) rounded to -1."""
+    fn = _frequency_functions()["ue"]
+    lp = fn(np.ones(3) / 3, 1e-17, 0.3)[0][7]  # pattern 7 = [1, 1, 1]
+    assert lp == pytest.approx(_exact_ue([1, 1, 1], np.ones(3) / 3, 1e-17, 0.3), abs=1e-12)
+    assert round(lp, 2) == -41.55
+    checked = 0
+    for theta in _THETAS:
+        for a in _PROBS:
+            for b in _PROBS:
+                if a == b:
+                    continue
+                lp, *grads = fn(theta, a, b)
+                ref = np.array([_exact_ue(zz, theta, a, b) for zz in _PATTERNS])
+                tol = _tolerance(a, 1 - Fraction(a), b, 1 - Fraction(b))
+                np.testing.assert_allclose(
+                    lp, ref, rtol=0, atol=tol, err_msg=f"a={a}, b={b}, p={theta}"
+                )
+                assert all(np.all(np.isfinite(g)) for g in grads), (a, b, theta, grads)
+                checked += len(ref)
+    assert checked == 3 * 56 * 8
+
+
+@pytest.mark.parametrize("family", ["oue", "sue", "krr"])
+def test_epsilon_oracles_at_extreme_budgets_are_exact(family):
+    fn = _frequency_functions()[family]
+    for theta in _THETAS:
+        for eps in _EPSILONS:
+            lp, *grads = fn(theta, eps)
+            if family == "krr":
+                ref = [_exact_krr(y, theta, eps) for y in range(3)]
+                # keep probability e^eps / (e^eps + 2) (k = 3) and its complement
+                probs = (_sigmoid_decimal(eps - np.log(2)), _sigmoid_decimal(np.log(2) - eps))
+            else:
+                h = eps if family == "oue" else eps / 2
+                b, b1 = _sigmoid_decimal(-h), _sigmoid_decimal(h)
+                a, a1 = (0.5, 0.5) if family == "oue" else (b1, b)
+                ref = [_exact_ue(zz, theta, a, b, a1, b1) for zz in _PATTERNS]
+                probs = (a, a1, b, b1)
+            np.testing.assert_allclose(
+                lp, ref, rtol=0, atol=_tolerance(*probs), err_msg=f"{family}, eps={eps}, p={theta}"
+            )
+            assert all(np.all(np.isfinite(g)) for g in grads), (family, eps, theta, grads)

@@ -623,7 +623,7 @@ def test_perturb_linreg_and_logreg_noise_levels():
     assert abs(flips - q) < 5 * np.sqrt(q * (1 - q) / n)
     with pytest.raises(ValueError, match="`labels`"):
         perturb_logreg(X, labels[:-1], 1.0, 1e-5, rng)
-    with pytest.raises(ValueError, match="`bits`"):
+    with pytest.raises(ValueError, match="`labels`"):
         perturb_logreg(X, labels + 1, 1.0, 1e-5, rng)
 
 

@@ -21,6 +21,7 @@ Layout, bottom to top (each module imports only the ones above it in this list, 
 :mod:`._base` (error type, exit codes, option validators), :mod:`._spec` (the shapes of a
 model entry), :mod:`._options` and :mod:`._columns` (options and reading helpers shared by the
 families), :mod:`.families` (one module per model family: its options, reader and builders),
+:mod:`._checks` (the pre-sampling checks of a built model and the sampling call),
 :mod:`._registry` (every family and model, in order), :mod:`._args` (the parser, built from
 the registry), :mod:`._read` (DuckDB readers), :mod:`._write` (output checks, atomic writes),
 :mod:`._fit` (the fit command), :mod:`._reference` (the docs' command-line page, generated
@@ -28,7 +29,9 @@ from the registry).
 
 Bad input (missing file, non-numeric or missing reports, ε ≤ 0, ``lower >= upper``, unknown
 column, an existing ``--save`` target without ``--force`` ...) gives a one-line ``error:``
-message and exit code 2, never a traceback; Ctrl-C gives exit code 130.  NumPy, DuckDB and
+message and exit code 2, never a traceback; so does a row whose log-likelihood is not finite
+at the sampler's starting point, and any exception of the sampler.  Noisy counts far beyond the
+count's range for the declared noise get a warning before sampling.  Ctrl-C gives exit code 130.  NumPy, DuckDB and
 PyMC are imported only after the arguments are parsed, so ``--help`` answers at once.
 """
 
@@ -88,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success, 1 if sampling failed, 2 for a usage or input error (the message goes to
-        standard error as ``pymc-dpnoise ...: error: ...``), 130 if interrupted.
+        0 on success, 1 if a check of the posterior refused it, 2 for a usage, input or
+        sampling error (one line on standard error as ``pymc-dpnoise ...: error: ...``), 130
+        if interrupted.
 
     Examples
     --------

@@ -182,8 +182,8 @@ FIT_EPILOG = """\
 Missing reports cannot be modelled through a privacy mechanism: empty, NaN or non-numeric
 cells are an error; drop them first.  Blank lines in a multi-column CSV are skipped.
 
-Exit codes: 0 success, 1 sampling failed, 2 usage or input error, 130 interrupted (Ctrl-C;
-no output file is written or changed).
+Exit codes: 0 success, 1 a check of the posterior refused it, 2 usage, input or sampling
+error (one line), 130 interrupted (Ctrl-C; no output file is written or changed).
 """
 
 

@@ -18,11 +18,17 @@ INTERRUPTED = 130
 #: every exit code of ``pymc-dpnoise`` and what it means (the docs' command-line page shows it)
 EXIT_CODES = (
     (0, "success"),
-    (SAMPLING_FAILED, "sampling failed (the sampler's error is printed in one line)"),
+    (
+        SAMPLING_FAILED,
+        "the posterior was sampled but a check of it refused the result (one line per failed "
+        "check); nothing is saved",
+    ),
     (
         USAGE_ERROR,
-        "usage or input error: a one-line error message naming the option, file, row or "
-        "column, before anything is sampled or written",
+        "usage, input or sampling error: a one-line error message naming the option, file, "
+        "row or column (a row whose log-likelihood is not finite at the sampler's starting "
+        "point included), before anything is sampled or written; or the sampler's own error, "
+        "in one line",
     ),
     (INTERRUPTED, "interrupted (Ctrl-C): no output file is written or changed"),
 )

@@ -14,6 +14,7 @@ import sys
 
 from ._args import sampler_available
 from ._base import INTERRUPTED, PROG, SAMPLING_FAILED, InputError
+from ._checks import check_rows, count_tail_warnings, sample
 from ._columns import pick_column
 from ._read import open_table
 from ._registry import MODELS
@@ -225,26 +226,24 @@ def run_fit(args, err, interrupt: Interrupt) -> int:
         raise InputError(" ".join(str(exc).split())) from None
     print(f"Likelihood: {built.likelihood}")
     print(f"Priors: {built.priors}")
+    check_rows(built.model, data, t.display)  # a row the sampler would fail on: exit 2
+    for text in count_tail_warnings(spec.name, args, data, t.display):
+        print(f"warning: {text}", file=err)
     print(f"Sampling with {sampler}: {args.chains} chains x {args.draws} draws ({args.tune} tune)")
     sys.stdout.flush()
-    try:
-        idata = pm.sample(
-            draws=args.draws,
-            tune=args.tune,
-            chains=args.chains,
-            cores=args.cores,
-            random_seed=args.seed,
-            progressbar=not args.quiet,
-            quiet=args.quiet,
-            nuts_sampler=sampler,
-            model=built.model,
-            compute_convergence_checks=False,
-        )
-    except pm.exceptions.SamplingError as exc:
-        text = str(exc).strip()
-        first_line = text.splitlines()[0] if text else type(exc).__name__
-        print(f"{PROG} fit {args.model}: error: sampling failed: {first_line}", file=err)
-        return SAMPLING_FAILED
+    idata = sample(  # any sampler exception: a one-line error, exit 2
+        pm,
+        sampler,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        cores=args.cores,
+        random_seed=args.seed,
+        progressbar=not args.quiet,
+        quiet=args.quiet,
+        model=built.model,
+        compute_convergence_checks=False,
+    )
     interrupt.check()  # a sampler that swallowed Ctrl-C returned a partial trace
     refused = False
     for kind, text in data["check_posterior"](idata) if "check_posterior" in data else ():

@@ -111,6 +111,21 @@ class LaplacePerturbedClippedNormal(_NoImputeContinuous):
     epsilon : tensor_like of float
         Privacy budget of each report, > 0.  A vector gives personalised budgets.
 
+    Notes
+    -----
+    A posterior *mode* can sit on the boundary :math:`\sigma = 0`.  When the reports vary
+    less than the Laplace noise alone would make them vary (roughly, a sample variance below
+    the noise variance :math:`2 s^2`: a small ε, few reports, or clean values that barely
+    vary), the data cannot tell a small σ from σ = 0 and the likelihood can be largest at
+    σ = 0.  With a prior
+    whose density is positive at 0 (``HalfNormal``, ``HalfCauchy``, ``Exponential``),
+    ``pm.find_MAP`` then returns σ ≈ 0, and ``pymc_extras.fit_laplace``, which expands the
+    log posterior around that mode, returns a meaningless (infinite or degenerate) spread
+    for σ, although the posterior itself is proper and has its mass away from 0.  Sample the
+    posterior with NUTS (``pm.sample``), which describes that mass as it is, or, if a point
+    estimate is needed, give σ a prior that vanishes at 0 (e.g. ``pm.Gamma("sigma", 2, ...)``
+    or a log-normal), which moves the mode into the interior.
+
     Examples
     --------
     >>> import numpy as np, pymc as pm
@@ -502,6 +517,13 @@ class LaplacePerturbedClippedNormalSummary(Continuous):
         Scalar parameters of the clean values.
     lower, upper, epsilon, n, n_bins :
         Read from ``observed`` when it is a ``ClippedSummary``; give them for ``.dist``.
+
+    Notes
+    -----
+    As for :class:`LaplacePerturbedClippedNormal`: when the reports vary less than the noise
+    alone would make them, the posterior mode (``pm.find_MAP``, the centre of
+    ``pymc_extras.fit_laplace``) can sit on σ = 0 under a prior that is positive at 0; sample
+    with NUTS, or use a prior for σ that vanishes at 0.
 
     Examples
     --------

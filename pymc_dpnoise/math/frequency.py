@@ -60,14 +60,50 @@ def _f64(x):
 
 
 def log1p_expm1_times(ell, t):
-    r""":math:`\log(1 + (e^{\ell} - 1)\,t)` for :math:`t \in [0, 1]`.
+    r""":math:`\log(1 + (e^{\ell} - 1)\,t) = \log\bigl((1 - t) + t\,e^{\ell}\bigr)` for
+    :math:`t \in [0, 1]` and any finite :math:`\ell`.
 
-    Exact in floating point for any :math:`|\ell| \le 700` (the distributions check this bound):
-    ``expm1`` keeps full relative precision for tiny :math:`\ell`, and for large
-    :math:`\ell` the product stays finite.  The gradient
-    :math:`(e^\ell - 1)/(1 + (e^\ell - 1) t)` is finite on the whole range.
+    Three forms, each used where it loses nothing:
+
+    * :math:`\log(1 + (e^\ell - 1)t)` with ``log1p`` and ``expm1`` when the result is at least
+      :math:`\log(1/2)` and :math:`\ell \le 700` (full relative precision for tiny
+      :math:`\ell` and tiny :math:`t`);
+    * for :math:`\ell \le 0` and a result below :math:`\log(1/2)` (so :math:`t > 1/2` and
+      :math:`1 - t` is exact), :math:`\operatorname{logaddexp}(\log(1 - t), \log t + \ell)`:
+      no cancellation, and no underflow of :math:`e^\ell` (an inverted encoding with
+      ``keep_prob = 1e-17`` gave :math:`\log(1 - t)` of a rounded 1, i.e. -inf, at
+      :math:`t = 1`; the exact value is :math:`\ell`);
+    * for :math:`\ell > 700` (where :math:`e^\ell` overflows),
+      :math:`\ell + f(-\ell, 1 - t)` by the symmetry
+      :math:`f(\ell, t) = \ell + f(-\ell, 1 - t)`.
+
+    Every branch is fed safe arguments, so the gradient is finite wherever the value is.
     """
-    return pt.log1p(pt.expm1(_f64(ell)) * _f64(t))
+    ell, t = _f64(ell), _f64(t)
+    big = pt.gt(ell, _DIRECT_MAX)
+    # ell > 700: lam = -ell, u = 1 - t (t near 0 there costs at most an absolute 1e-16)
+    lam = pt.switch(big, -ell, ell)
+    u = pt.switch(big, 1.0 - t, t)
+    return pt.switch(big, ell, 0.0) + _log_mix(lam, u)
+
+
+#: largest ell for which e^ell is formed (expm1 overflows past 709.78)
+_DIRECT_MAX = np.float64(700.0)
+
+
+def _log_mix(lam, t):
+    """log((1 - t) + t e^lam) for lam <= 700 and t in [0, 1] (see log1p_expm1_times)."""
+    lam_direct = pt.minimum(lam, _DIRECT_MAX)
+    x = pt.expm1(lam_direct) * t
+    direct = pt.ge(x, -0.5)  # result >= log(1/2): log1p loses nothing
+    safe_x = pt.switch(direct, x, 0.0)
+    # tail: lam < 0 and t > 1/2; 1 - t is exact there (Sterbenz)
+    r = 1.0 - t
+    has_r = pt.gt(r, 0.0) & ~direct
+    safe_t = pt.switch(direct, 1.0, t)
+    log_u = pt.log(safe_t) + pt.switch(direct, 0.0, lam)
+    tail = pt.switch(has_r, pt.logaddexp(pt.log(pt.switch(has_r, r, 1.0)), log_u), log_u)
+    return pt.switch(direct, pt.log1p(safe_x), tail)
 
 
 def _static_len(x, axis=-1):

@@ -355,10 +355,23 @@ def clip_rows(X, R):
     """
     X = as_matrix("X", X)
     check_positive("R", R)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    with np.errstate(over="ignore"):  # a huge R over a tiny norm: inf, i.e. no scaling
-        scale = np.minimum(1.0, float(R) / np.maximum(norms, np.finfo(float).tiny))
-    return X * scale
+    R = float(R)
+    if X.size == 0:
+        return X
+    unit, s, e = _scaled_rows(X)
+    with np.errstate(over="ignore"):  # a norm beyond float64 is inf, still > R
+        norms = np.ldexp(s, e)
+    out = np.where(norms > R, unit * (R / np.where(s > 0, s, 1.0)), X)
+    return out
+
+
+def _scaled_rows(X):
+    """``(unit, s, e)`` with ``X = unit * 2**e`` row by row (exact: a power-of-two scaling),
+    ``max |unit| in [1/2, 1)`` and ``s = ||unit||_2``, so the row norm ``s * 2**e`` is computed
+    without overflow or underflow (a row of 1e200s has norm 1.4e200, not inf)."""
+    _, e = np.frexp(np.max(np.abs(X), axis=1, keepdims=True))
+    unit = np.ldexp(X, -e)
+    return unit, np.linalg.norm(unit, axis=1, keepdims=True), e
 
 
 def clipped_sensitivity(lower, upper):
@@ -431,6 +444,7 @@ def perturb_clipped(x, lower, upper, epsilon, rng):
     (5,)
     """
     rng = _rng(rng)
+    check_finite("x", x)
     clipped = clip(x, lower, upper)
     return laplace_mechanism(clipped, clipped_sensitivity(lower, upper), epsilon, rng)
 

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from .._validation import check_finite
 from .core import as_float, release_guard
 from .counts import _epsilon, _n_records, _value
 from .expfam import _bound, _TruncatedRelease
@@ -76,7 +77,15 @@ def truncated_normal_sum_sensitivity(lower, upper):
     pt = sys.modules.get("pytensor.tensor")  # a tensor implies PyTensor is imported already
     if pt is not None and (isinstance(lower, pt.Variable) or isinstance(upper, pt.Variable)):
         return _sensitivity(pt.as_tensor_variable(lower), pt.as_tensor_variable(upper), pt)
-    return _sensitivity(np.asarray(lower, float), np.asarray(upper, float), np)
+    lo, hi = check_finite("lower", lower), check_finite("upper", upper)
+    with np.errstate(over="ignore"):
+        out = _sensitivity(lo, hi, np)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"the sensitivity of [`lower`, `upper`] = [{lower!r}, {upper!r}] (about "
+            "max(|lower|, |upper|)**2) does not fit in float64: declare smaller bounds"
+        )
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,18 +48,26 @@ def _sigmoid(x):
     )
 
 
-def _items(items, k):
-    if not (isinstance(k, int | np.integer) and k >= 2):
+def _check_k(k):
+    if isinstance(k, bool) or not (isinstance(k, int | np.integer) and k >= 2):
         raise ValueError(f"`k` must be an integer >= 2; got {k!r}")
+
+
+def _items(items, k, name="items"):
+    _check_k(k)
     x = np.asarray(items)
-    if x.dtype.kind == "f":
-        if not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
-            raise ValueError("`items` must be integers in [0, k)")
+    if x.dtype.kind == "f":  # checked as floats: a cast of NaN or 1e200 to int64 is undefined
+        bad = ~np.isfinite(x) | (x != np.round(x)) | (x < 0) | (x >= k)
+        if np.any(bad):
+            raise ValueError(
+                f"`{name}` must be integers in [0, {k}); got {x[bad].ravel()[:3]} at index "
+                f"{np.argwhere(bad)[:3].tolist()}"
+            )
         x = x.astype(np.int64)
     if x.dtype.kind not in "iu":
-        raise ValueError(f"`items` must be integers in [0, k); got dtype {x.dtype}")
+        raise ValueError(f"`{name}` must be integers in [0, k); got dtype {x.dtype}")
     if x.size and (x.min() < 0 or x.max() >= k):
-        raise ValueError(f"`items` must be in [0, {k}); found values in [{x.min()}, {x.max()}]")
+        raise ValueError(f"`{name}` must be in [0, {k}); found values in [{x.min()}, {x.max()}]")
     return x
 
 
@@ -87,23 +95,34 @@ def _epsilon(epsilon, shape):
     return eps
 
 
+def _budget(epsilon):
+    """``epsilon`` as a float array: finite and >= 0 (0 is the uniform, fully private report)."""
+    eps = check_finite("epsilon", epsilon)
+    if np.any(eps < 0):
+        raise ValueError(f"`epsilon` must be >= 0; got {eps[eps < 0].ravel()[:3]}")
+    return eps
+
+
 def oue_probabilities(epsilon):
     """``(keep_prob, flip_prob)`` of optimal unary encoding: ``(1/2, 1/(1+e^ε))``."""
-    eps = np.asarray(epsilon, dtype=float)
+    eps = _budget(epsilon)
     return np.full(eps.shape, 0.5)[()], _sigmoid(-eps)[()]
 
 
 def sue_probabilities(epsilon):
     """``(keep_prob, flip_prob)`` of symmetric unary encoding (basic one-time RAPPOR)."""
-    eps = np.asarray(epsilon, dtype=float)
+    eps = _budget(epsilon)
     return _sigmoid(eps / 2)[()], _sigmoid(-eps / 2)[()]
 
 
 def krr_probabilities(epsilon, k):
     """``(keep_prob, other_prob)`` of k-ary randomized response."""
-    eps = np.asarray(epsilon, dtype=float)
-    keep = 1.0 / (1.0 + (k - 1) * np.exp(-eps))
-    return keep[()], ((1.0 - keep) / (k - 1))[()]
+    _check_k(k)
+    eps = _budget(epsilon)
+    # other = e^-eps / (1 + (k-1) e^-eps): no 1 - keep, which rounds to 0 for a large epsilon
+    t = np.exp(-eps)
+    other = t / (1.0 + (k - 1) * t)
+    return (1.0 / (1.0 + (k - 1) * t))[()], other[()]
 
 
 @release_guard(
@@ -226,8 +245,12 @@ def unary_encoding_estimate(reports, keep_prob, flip_prob, axis=0):
     unbiased terms.  The result can be negative and need not sum to one.
     """
     z = _check_bits(reports).astype(float)
-    a = np.asarray(keep_prob, dtype=float)
-    b = np.asarray(flip_prob, dtype=float)
+    a, b = check_finite("keep_prob", keep_prob), check_finite("flip_prob", flip_prob)
+    for name, v in (("keep_prob", a), ("flip_prob", b)):
+        if np.any((v < 0) | (v > 1)):
+            raise ValueError(f"`{name}` must be in [0, 1]; got {v[(v < 0) | (v > 1)][:3]}")
+    if np.any(a == b):
+        raise ValueError("`keep_prob` must differ from `flip_prob` (the reports carry no signal)")
     if a.ndim:
         a = a[..., None]
     if b.ndim:
@@ -255,7 +278,7 @@ def oue_estimate(reports, epsilon, axis=0):
 def krr_estimate(reports, k, epsilon):
     """Unbiased k-RR frequency estimate ``(count_j/N - q)/(p - q)`` (averaged per report)."""
     check_positive("epsilon", epsilon)
-    y = _items(reports, k).ravel()
+    y = _items(reports, k, "reports").ravel()
     keep, other = krr_probabilities(np.asarray(epsilon, dtype=float).ravel(), k)
     onehot = (y[:, None] == np.arange(k)).astype(float)
     keep = np.broadcast_to(keep, y.shape)[:, None]
@@ -277,6 +300,12 @@ def project_simplex(v, axis=-1):
     """
     x = np.moveaxis(np.asarray(v, dtype=float), axis, -1)
     check_finite("v", x)
+    # The projection does not change when a constant is added to every entry: shift the
+    # largest entry to 0 (the sums below then lose nothing to a huge scale), and raise every
+    # entry below -1 to -2 (it is below the threshold tau >= max - 1, so it projects to 0
+    # either way, and the cumulative sums cannot overflow).
+    with np.errstate(over="ignore"):
+        x = np.maximum(x - np.max(x, axis=-1, keepdims=True), -2.0)
     k = x.shape[-1]
     u = -np.sort(-x, axis=-1)
     css = np.cumsum(u, axis=-1) - 1.0
@@ -290,9 +319,20 @@ def project_simplex(v, axis=-1):
 def clip_normalize(v, axis=-1):
     """Clip negative estimates to zero and rescale to sum to one ("Norm-Mul", Wang et al. 2020).
 
-    If every entry is <= 0 the result is uniform.
+    If every entry is <= 0 the result is uniform.  NaN or inf is refused (``ValueError``
+    naming ``v``); the entries are scaled by a power of two near their maximum before they
+    are summed, so huge estimates do not overflow the sum.
+
+    Examples
+    --------
+    >>> clip_normalize([0.6, -0.1, 0.2])
+    array([0.75, 0.  , 0.25])
     """
-    x = np.maximum(np.asarray(v, dtype=float), 0.0)
+    x = np.maximum(check_finite("v", v), 0.0)
+    if x.ndim == 0:
+        raise ValueError("`v` must have at least one axis (the k estimates)")
+    _, e = np.frexp(np.max(x, axis=axis, keepdims=True))
+    x = np.ldexp(x, -e)  # exact (a power of two): the sum below cannot overflow
     s = x.sum(axis=axis, keepdims=True)
     k = x.shape[axis]
     return np.where(s > 0, x / np.where(s > 0, s, 1.0), 1.0 / k)
@@ -312,6 +352,10 @@ def compress_reports(reports, *, axis=0):
     ([[0, 1], [1, 0]], [1, 2])
     """
     z = np.asarray(reports)
+    if z.dtype.kind not in "biuf":
+        raise TypeError(f"`reports` must be numeric; got dtype {z.dtype}")
+    if z.dtype.kind == "f":
+        check_finite("reports", z)
     if z.ndim == 1:
         patterns, counts = np.unique(z, return_counts=True)
     elif z.ndim == 2 and axis in (0, -2) and z.size and np.all((z == 0) | (z == 1)):

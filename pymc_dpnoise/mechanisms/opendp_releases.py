@@ -300,8 +300,8 @@ def _items(items, k) -> tuple[np.ndarray, int]:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
         raise ValueError(f"`k` (the number of items) must be an integer >= 2; got {k!r}")
     arr = _records(items, "items", 1)
-    if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
-        raise ValueError("`items` must be integer item ids in 0..k-1")
+    if arr.dtype.kind == "f" and not np.all((arr == np.round(arr)) & (arr >= 0) & (arr < k)):
+        raise ValueError(f"`items` must be integer item ids in 0..{k - 1}")  # before the cast
     arr = arr.astype(np.int64)
     if arr.min() < 0 or arr.max() >= k:
         raise ValueError(f"`items` must be in 0..{k - 1}; got values in [{arr.min()}, {arr.max()}]")

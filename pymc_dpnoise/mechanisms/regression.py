@@ -139,6 +139,8 @@ def perturb_logreg(X, labels, epsilon, delta, rng, *, R=1.0, c=0.5):
     lab = np.asarray(labels)
     if lab.shape != (X.shape[0],):
         raise ValueError(f"`labels` must have shape ({X.shape[0]},) to match `X`; got {lab.shape}")
+    if lab.dtype.kind not in "biuf" or not np.all((lab == 0) | (lab == 1)):
+        raise ValueError("`labels` must contain only 0 and 1")
     eps_x, eps_y = split_epsilon(epsilon, c)
     sigma_x = float(analytic_gaussian_sigma(eps_x, delta, 2.0 * float(R)))
     zx = X + rng.normal(0.0, sigma_x, size=X.shape)

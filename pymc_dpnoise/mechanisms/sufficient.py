@@ -13,6 +13,8 @@ Neighbouring data sets differ by *replacing* one record (GLM paper Def. 2.1), so
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -51,7 +53,20 @@ def t2(X):
     """
     X = as_matrix("X", X)
     i, j, w = t2_indices(X.shape[1])
-    return X[:, i] * X[:, j] * w
+    with np.errstate(over="ignore"):
+        out = X[:, i] * X[:, j] * w
+    return _finite_statistics(out, "`X`")
+
+
+def _finite_statistics(out, names):
+    """``out``, or a ValueError naming ``names`` if a product of the records overflowed."""
+    if not np.all(np.isfinite(out)):
+        rows = np.unique(np.argwhere(~np.isfinite(out))[:, 0])[:3].tolist()
+        raise ValueError(
+            f"the statistics of {names} overflow float64 (rows {rows}): a product of two "
+            "values beyond ~1e154; clip the rows first (clip_rows)"
+        )
+    return out
 
 
 def sufficient_statistics(X, y, glm: str):
@@ -76,20 +91,46 @@ def sufficient_statistics(X, y, glm: str):
         raise ValueError(f"`y` must have shape ({X.shape[0]},) to match `X`; got {y.shape}")
     check_finite("y", y)
     q = t2(X)
-    if glm == "linear":
-        return np.hstack([q, y[:, None] * X, (y * y)[:, None]])
-    if glm == "logistic":
-        if not np.all(np.abs(y) == 1):
-            raise ValueError("`y` must be in {-1, 1} for glm='logistic' (map 0/1 labels by 2y-1)")
-        return np.hstack([y[:, None] * X, q])
-    if np.any(y < 0):
+    if glm == "logistic" and not np.all(np.abs(y) == 1):
+        raise ValueError("`y` must be in {-1, 1} for glm='logistic' (map 0/1 labels by 2y-1)")
+    if glm == "poisson" and np.any(y < 0):
         raise ValueError("`y` must be >= 0 for glm='poisson'")
-    return np.hstack([X, q, y[:, None] * X, y[:, None] * q])
+    with np.errstate(over="ignore"):
+        if glm == "linear":
+            out = np.hstack([q, y[:, None] * X, (y * y)[:, None]])
+        elif glm == "logistic":
+            out = np.hstack([y[:, None] * X, q])
+        else:
+            out = np.hstack([X, q, y[:, None] * X, y[:, None] * q])
+    return _finite_statistics(out, "`X` and `y`")
 
 
 # --------------------------------------------------------------------------------------------
 # Sensitivities (all for ||x||_2 <= R, replace-one neighbours)
 # --------------------------------------------------------------------------------------------
+
+_SQRT2 = math.sqrt(2.0)
+#: largest polynomial order of :func:`polynomial_ss_sensitivity` (the statistics of an order-m
+#: polynomial in d covariates number C(d + m, m); far beyond any model long before this)
+_MAX_ORDER = 1000
+
+
+def _positive(**params) -> dict:
+    """Each parameter checked (finite and > 0, error naming it) and as a float64 scalar."""
+    for k, v in params.items():
+        check_positive(k, v)
+    return {k: np.float64(v) for k, v in params.items()}
+
+
+def _finite_sensitivity(value, args) -> float:
+    """``value`` as a float, or a ValueError naming ``args`` if it overflowed float64."""
+    if not np.isfinite(value):
+        names = ", ".join(f"`{k}`" for k in args)
+        raise ValueError(
+            f"the sensitivity for these {names} does not fit in float64: use smaller bounds "
+            "or less unequal noise scales"
+        )
+    return float(value)
 
 
 def linear_ss_sensitivity(R=1.0, Ry=1.0, sigma1=1.0, sigma2=1.0, sigma3=1.0):
@@ -111,11 +152,13 @@ def linear_ss_sensitivity(R=1.0, Ry=1.0, sigma1=1.0, sigma2=1.0, sigma3=1.0):
     >>> round(linear_ss_sensitivity(1.0, 1.0), 6) == round((1.5 + 2 + 2) ** 0.5, 6)
     True
     """
-    for k, v in dict(R=R, Ry=Ry, sigma1=sigma1, sigma2=sigma2, sigma3=sigma3).items():
-        check_positive(k, v)
-    c1 = sigma1**2 / sigma2**2
-    c2 = sigma1**2 / sigma3**2
-    return float(np.sqrt(c1**2 * Ry**4 / 2 + 2 * R**4 + 2 * c1 * Ry**2 * R**2 + c2 * Ry**4))
+    args = _positive(R=R, Ry=Ry, sigma1=sigma1, sigma2=sigma2, sigma3=sigma3)
+    R, Ry, s1, s2, s3 = args.values()
+    with np.errstate(over="ignore"):
+        r1, r2 = s1 / s2, s1 / s3
+        # the square root of a sum of squares, as a hypot of its terms (no overflow of squares)
+        terms = [r1 * Ry * (r1 * Ry) / _SQRT2, _SQRT2 * R * R, _SQRT2 * r1 * Ry * R, r2 * Ry * Ry]
+        return _finite_sensitivity(functools.reduce(np.hypot, terms), args)
 
 
 def logistic_ss_sensitivity(R=1.0, sigma1=1.0, sigma2=1.0):
@@ -132,10 +175,12 @@ def logistic_ss_sensitivity(R=1.0, sigma1=1.0, sigma2=1.0):
     >>> round(logistic_ss_sensitivity() ** 2, 12)
     4.5
     """
-    for k, v in dict(R=R, sigma1=sigma1, sigma2=sigma2).items():
-        check_positive(k, v)
-    c = sigma1**2 / sigma2**2
-    return float(np.sqrt(1.0 / (2.0 * c) + 2 * R**2 + 2 * c * R**4))
+    args = _positive(R=R, sigma1=sigma1, sigma2=sigma2)
+    R, s1, s2 = args.values()
+    with np.errstate(over="ignore", under="ignore"):
+        r = s1 / s2  # sqrt(c)
+        terms = [1.0 / (_SQRT2 * r), _SQRT2 * R, _SQRT2 * r * R * R]
+        return _finite_sensitivity(functools.reduce(np.hypot, terms), args)
 
 
 def poisson_ss_sensitivity(R=1.0, Ry=1.0, sigma1=1.0, sigma2=1.0, sigma3=1.0, sigma4=1.0):
@@ -152,14 +197,13 @@ def poisson_ss_sensitivity(R=1.0, Ry=1.0, sigma1=1.0, sigma2=1.0, sigma3=1.0, si
     >>> round(poisson_ss_sensitivity(1.0, 2.0) ** 2, 10)
     22.5
     """
-    for k, v in dict(
-        R=R, Ry=Ry, sigma1=sigma1, sigma2=sigma2, sigma3=sigma3, sigma4=sigma4
-    ).items():
-        check_positive(k, v)
-    c2 = sigma1**2 / sigma2**2
-    c3 = sigma1**2 / sigma3**2 * Ry**2
-    c4 = sigma1**2 / sigma4**2 * Ry**2
-    return float((2 * (c2 + c4) * R**2 + c3 + 1) / np.sqrt(2 * (c2 + c4)))
+    args = _positive(R=R, Ry=Ry, sigma1=sigma1, sigma2=sigma2, sigma3=sigma3, sigma4=sigma4)
+    R, Ry, s1, s2, s3, s4 = args.values()
+    with np.errstate(over="ignore", under="ignore"):
+        q = np.hypot(s1 / s2, s1 / s4 * Ry)  # sqrt(c2 + c4)
+        h = np.hypot(s1 / s3 * Ry, 1.0)  # sqrt(c3 + 1)
+        # (2 q^2 R^2 + h^2) / (sqrt(2) q), term by term (no square of a large number)
+        return _finite_sensitivity(_SQRT2 * q * R * R + h / (_SQRT2 * q) * h, args)
 
 
 def polynomial_ss_sensitivity(order: int, R=1.0):
@@ -174,10 +218,22 @@ def polynomial_ss_sensitivity(order: int, R=1.0):
     >>> round(polynomial_ss_sensitivity(6) ** 2, 3)  # the paper's "≈ 12.72" (truncated)
     12.73
     """
-    if isinstance(order, bool) or int(order) != order or order < 1:
-        raise ValueError(f"`order` must be an int >= 1; got {order!r}")
+    if (
+        isinstance(order, bool)
+        or not isinstance(order, int | np.integer | float | np.floating)
+        or not np.isfinite(order)
+        or int(order) != order
+        or not 1 <= order <= _MAX_ORDER
+    ):
+        raise ValueError(f"`order` must be an int in [1, {_MAX_ORDER}]; got {order!r}")
     check_positive("R", R)
     order = int(order)
+    # Delta^2 <= 4 * order * R^(2 order): refuse before the polynomial overflows
+    if 2 * order * math.log(float(R)) + math.log(4 * order) >= math.log(np.finfo(float).max):
+        raise ValueError(
+            f"the order-{order} sensitivity for `R` = {R!r} (about R**{order}) does not fit in "
+            "float64: use a smaller `R` or `order`"
+        )
     r2 = float(R) ** 2
 
     def poly(t):
@@ -193,12 +249,11 @@ def polynomial_ss_sensitivity(order: int, R=1.0):
 def ss_sensitivity(glm: str, R=1.0, Ry=1.0):
     """Sensitivity for ``glm`` with equal noise on every block (the lemmas with σ1 = σ2 = …)."""
     _check_glm(glm)
-    with np.errstate(over="ignore"):  # huge R or Ry: inf, refused by the caller's sigma
-        if glm == "linear":
-            return linear_ss_sensitivity(R, Ry)
-        if glm == "logistic":
-            return logistic_ss_sensitivity(R)
-        return poisson_ss_sensitivity(R, Ry)
+    if glm == "linear":
+        return linear_ss_sensitivity(R, Ry)
+    if glm == "logistic":
+        return logistic_ss_sensitivity(R)
+    return poisson_ss_sensitivity(R, Ry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,6 +315,7 @@ def release_sufficient_statistics(
     rng = _rng(rng)
     X = clip_rows(X, R)
     y = np.asarray(y, dtype=float)
+    check_finite("y", y)  # before clipping: clipping would turn inf into Ry
     check_positive("Ry", Ry)
     if glm == "linear":
         y = np.clip(y, -Ry, Ry)

@@ -1,0 +1,188 @@
+"""Checks of a built model before sampling, and the sampling call itself.
+
+What the file's options checks cannot see, the model can: a release whose log-likelihood at
+the sampler's starting point is -inf or NaN (a value beyond what float64 arithmetic in the
+likelihood can hold, such as 1e300 in a count file) would make every sampler fail (PyMC: an
+error on the initial point; nutpie: a Rust panic, then a segmentation fault).  So
+:func:`check_rows` evaluates the log-likelihood of every observed row at that point, with
+PyTensor's Python VM (no native compile), and refuses the first bad row by its number.
+
+:func:`count_tail_warnings` warns, before sampling, when noisy counts lie so far beyond the
+range the count can have (``[0, n]`` for a binomial count, ``[0, inf)`` for a Poisson one)
+that the declared noise would put them there with negligible probability: the releases are
+inconsistent with ``--n`` and the noise, and the posterior would sit at the boundary.
+
+:func:`sample` runs ``pm.sample`` and turns any exception of the sampler into a one-line
+:class:`~._base.InputError` (exit code 2).
+
+Standard library only at import (NumPy and PyMC are imported inside the functions).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._base import InputError
+
+__all__ = ["check_rows", "count_tail_warnings", "sample"]
+
+#: warn when the chance that any of the rows lies this far beyond the count's range is below
+#: this (a union bound over the rows of a tail bound of the noise)
+TAIL_WARN = 1e-6
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _cheap_mode():
+    """PyTensor's fast_run rewrites run by the Python VM: no Numba or C compile."""
+    from pytensor.compile.mode import Mode
+    from pytensor.link.vm import VMLinker
+
+    return Mode(linker=VMLinker(c_thunks=False, use_cloop=False), optimizer="fast_run")
+
+
+def _where(lp, data, rv_name, flat_index):
+    """``data row i: release v`` when the observed rows are the file's rows, else the index."""
+    import numpy as np
+
+    z = data.get("z")
+    if isinstance(z, np.ndarray) and lp.ndim == 1 and len(z) == len(lp):
+        v = z[flat_index]
+        shown = f"{float(v):g}" if np.ndim(v) == 0 else np.array2string(np.asarray(v))
+        return f"data row {flat_index + 1}: release {shown}"
+    idx = np.unravel_index(flat_index, lp.shape) if lp.ndim else ()
+    return f"observation {list(map(int, idx))} of {rv_name!r}"
+
+
+def check_rows(model, data, display: str) -> None:
+    """Refuse (InputError) the first observed row whose log-likelihood at the model's initial
+    point is -inf, +inf or NaN, naming the row and the parameter values of that point."""
+    import numpy as np
+
+    observed = list(model.observed_RVs)
+    if not observed:
+        return
+    terms = model.logp(vars=observed, sum=False)
+    params = list(model.unobserved_value_vars)
+    try:
+        fn = model.compile_fn([*terms, *params], inputs=model.value_vars, mode=_cheap_mode())
+        values = fn(model.initial_point())
+    except Exception as exc:  # any failure of the likelihood is the input's
+        raise InputError(
+            f"{display}: the model's log-likelihood cannot be evaluated at the sampler's "
+            f"starting point: {_one_line(exc)}"
+        ) from None
+    free = {rv.name for rv in model.free_RVs}
+    point = ", ".join(
+        f"{v.name} = {np.array2string(np.asarray(x), precision=4, threshold=5)}"
+        for v, x in zip(params, values[len(terms) :], strict=True)
+        if v.name in free  # not the transformed copies, nor deterministics
+    )
+    for rv, lp in zip(observed, values[: len(terms)], strict=True):
+        lp = np.asarray(lp, dtype=float)
+        bad = ~np.isfinite(lp)
+        if not bad.any():
+            continue
+        first = int(np.flatnonzero(bad.ravel())[0])
+        more = f" ({int(bad.sum())} such rows)" if bad.sum() > 1 else ""
+        raise InputError(
+            f"{display}: {_where(lp, data, rv.name, first)} has log-likelihood "
+            f"{lp.ravel()[first]} at the sampler's starting point ({point}){more}: the model "
+            "cannot give it a finite probability (a value too large for the likelihood's "
+            "arithmetic, or impossible under the options); remove or correct it"
+        )
+
+
+def _log_tail_bound(kind: str, param, distance):
+    """An upper bound on log P(N >= distance) for the symmetric release noise ``kind`` with
+    parameter ``param`` (Laplace kinds: scale b; Gaussian kinds: sigma), ``distance`` > 0.
+
+    Laplace: 0.5 e^{-d/b}; discrete Laplace: e^{-ceil(d)/b} / (1 + e^{-1/b}); rounded Laplace:
+    at most P(L >= d - 1/2): all are <= e^{-(d - 1/2)/b}.  Gaussian: <= e^{-d^2 / 2 sigma^2};
+    discrete Gaussian: <= the continuous tail at d - 1 (Canonne, Kamath & Steinke 2020,
+    Prop. 25).
+    """
+    import numpy as np
+
+    d = np.asarray(distance, dtype=float)
+    if kind in ("laplace", "discrete-laplace", "rounded-laplace"):
+        return -np.maximum(d - 0.5, 0.0) / param
+    return -(np.maximum(d - 1.0, 0.0) ** 2) / (2.0 * np.asarray(param, dtype=float) ** 2)
+
+
+def _release_noise(args, data):
+    """``(kind, param, sd)`` of the releases' noise, or None if it is not known here."""
+    import numpy as np
+
+    spec = data.get("noise")
+    if spec is not None:
+        return spec.kind, np.asarray(spec.param, dtype=float), np.sqrt(spec.variance)
+    eps = data.get("epsilon")
+    if eps is None or getattr(args, "noise", "laplace") != "laplace":
+        return None
+    sens = getattr(args, "sensitivity", None) or 1.0
+    scale = sens / np.asarray(eps, dtype=float)
+    return "laplace", scale, math.sqrt(2.0) * scale
+
+
+#: the range of the (noise-free) count of each count model: (lower, upper from args)
+COUNT_RANGE = {
+    "noisy-binomial": lambda args: (0.0, float(args.n), f"[0, {args.n:g}] (--n {args.n:g})"),
+    "noisy-poisson": lambda args: (0.0, math.inf, "[0, inf) (a Poisson count)"),
+}
+
+
+def count_tail_warnings(model_name: str, args, data, display: str) -> list[str]:
+    """Warnings (one line each) for noisy counts far beyond the count's range.
+
+    A release ``y`` at distance ``d`` beyond ``[lo, hi]`` needs noise of at least ``d`` in that
+    direction, whatever the count; if the bound on that probability times the number of rows
+    is below :data:`TAIL_WARN`, the releases are inconsistent with the declared model.
+    """
+    import numpy as np
+
+    if model_name not in COUNT_RANGE:
+        return []
+    noise = _release_noise(args, data)
+    z = data.get("z")
+    if noise is None or not isinstance(z, np.ndarray) or z.ndim != 1 or not len(z):
+        return []
+    kind, param, sd = noise
+    lo, hi, range_text = COUNT_RANGE[model_name](args)
+    with np.errstate(invalid="ignore"):
+        distance = np.maximum(np.maximum(z - hi, lo - z), 0.0)
+    log_bound = np.where(distance > 0, _log_tail_bound(kind, param, distance), 0.0)
+    far = log_bound + math.log(len(z)) < math.log(TAIL_WARN)
+    if not far.any():
+        return []
+    worst = int(np.argmin(log_bound))
+    sds = float(np.broadcast_to(distance / sd, z.shape)[worst])
+    log10 = float(log_bound[worst]) / math.log(10.0)
+    more = f"; {int(far.sum())} rows like it" if far.sum() > 1 else ""
+    return [
+        f"{display}: data row {worst + 1}: release {z[worst]:g} lies "
+        f"{float(distance[worst]):g} beyond the count's range {range_text}, {sds:.3g} noise "
+        f"sds (--noise {getattr(args, 'noise', 'laplace')}): noise that large has probability "
+        f"below 1e{math.ceil(log10)}{more}.  The releases are inconsistent with the count's "
+        "range and the noise (check --n, the budget or scale, --sensitivity); the posterior "
+        "will sit at the edge of its range"
+    ]
+
+
+def sample(pm, sampler: str, **kwargs):
+    """``pm.sample(nuts_sampler=sampler, **kwargs)``; any exception of the sampler is a one-line
+    InputError naming the sampler and its first line (KeyboardInterrupt passes)."""
+    try:
+        return pm.sample(nuts_sampler=sampler, **kwargs)
+    except Exception as exc:  # every sampler failure ends in one line
+        text = str(exc).strip()
+        first = _one_line(text.splitlines()[0]) if text else type(exc).__name__
+        other = "another --sampler, " if sampler != "pymc" else ""
+        raise InputError(
+            f"sampling with {sampler} failed: {first} (every row's log-likelihood was finite "
+            f"at the starting point; try {other}more --tune, or check the options against how "
+            "the data were released)"
+        ) from None
