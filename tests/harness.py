@@ -1,10 +1,10 @@
 """Registry entry for the multivariate / discrete noise-aware distributions.
 
 The univariate continuous distributions (clipped Gaussian and exponential reports) register in
-``test_distributions.py``, whose checks (quadrature references, CDF-based KS tests) only make
+``distributions/test_distributions.py``, whose checks (quadrature references, CDF-based KS tests) only make
 sense for a scalar continuous report.  Every other distribution (histogram reports, regression
 reports, noisy sums of statistics) registers a :class:`VectorCase` in a module
-``tests/cases/<family>.py`` exporting ``CASES``; ``test_vector_distributions.py`` runs every
+``tests/cases/<family>.py`` exporting ``CASES``; ``distributions/test_vector_distributions.py`` runs every
 generic check on every case:
 
 * logp against an independent reference on an extreme grid (``reference``, ``grid``, ``rtol``);

@@ -2,7 +2,7 @@
 
 Each test reproduces one reported failure and would have caught it.  The mechanism-side
 items (bounds longer than the records, delta >= 1, non-finite releases) are in
-``test_mechanisms.py`` with the generic release-contract tests.
+``mechanisms/test_mechanisms.py`` with the generic release-contract tests.
 """
 
 from __future__ import annotations

@@ -441,11 +441,11 @@ def test_logp_finite_and_right_at_extreme_valid_parameters(case):
     only about 2e-7 in the normal limit, beta = sensitivity/epsilon < 1e-7 sd, where the
     convolution itself agrees with the 90-digit reference of
     ``tests/normal_laplace_reference.py`` to 1e-15:
-    ``test_expfam.py::test_normal_laplace_gradient_matches_high_precision_reference``).  Was NaN for the
+    ``distributions/test_expfam.py::test_normal_laplace_gradient_matches_high_precision_reference``).  Was NaN for the
     truncated families at epsilon = 1e-8 with sensitivity 1e300 or at epsilon = 1e-300 (a
-    variance floor 1e-300 (1 + beta^2) overflowed; ``test_expfam.py::
+    variance floor 1e-300 (1 + beta^2) overflowed; ``distributions/test_expfam.py::
     test_truncated_families_finite_at_extreme_noise``) and for the multinomial counts latent
-    at p = [1, 0, 0] (``test_expfam.py::test_multinomial_finite_with_zero_probabilities``;
+    at p = [1, 0, 0] (``distributions/test_expfam.py::test_multinomial_finite_with_zero_probabilities``;
     the multinomial has no registry case)."""
     data = case.simulate(np.random.default_rng(3), case.typical, 3)
     for overrides in _extreme_overrides(case):

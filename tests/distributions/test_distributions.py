@@ -223,7 +223,7 @@ def test_logp_matches_reference_on_extreme_grid(case):
 
 
 # --------------------------------------------------------------------------------------------
-# Extreme but valid parameters (issue 22): the class test of test_vector_distributions.py
+# Extreme but valid parameters (issue 22): the class test of distributions/test_vector_distributions.py
 # (test_logp_finite_and_right_at_extreme_valid_parameters) for the clipped reports
 # --------------------------------------------------------------------------------------------
 

@@ -1042,7 +1042,7 @@ def test_smc(spec):
 
 
 def test_docs_table_in_sync():
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     spec = importlib.util.spec_from_file_location(
         "workflow_table", root / "scripts/workflow_table.py"
     )
