@@ -1,4 +1,4 @@
-"""Property-based checks (Hypothesis) over every public distribution and mechanism (issue 17).
+"""Property-based checks (Hypothesis) over every public distribution and mechanism.
 
 Every input must end in exactly one of three outcomes:
 
