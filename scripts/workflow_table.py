@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Write ``docs/workflows.rst`` (distribution x PyMC workflow) from ``tests/distributions/test_workflows.py``.
 
-The table is generated from the suite's own tables (``SPECS``, ``WORKFLOWS``, ``SLOW``,
+The table is generated from the suite's own tables (``SPECS``: the workflow rows of the test
+registry, ``tests/registry.py`` and ``tests/cases/workflows.py``; ``WORKFLOWS``, ``SLOW``,
 ``REFUSED``), so a cell says "pass" only if the suite runs that workflow for that
 distribution, and every refusal is a cell whose error the suite checks.
 ``tests/distributions/test_workflows.py::test_docs_table_in_sync`` fails when the file is stale.
@@ -77,6 +78,7 @@ sum or count vector.
 
 def _load_suite():
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests"))  # the registry and its cases, as in the test run
     spec = importlib.util.spec_from_file_location(
         "test_workflows", ROOT / "tests/distributions/test_workflows.py"
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from counts_reference import brute_binomial_logp, brute_poisson_logp
-from harness import VectorCase
+from registry import VectorCase
 from scipy import stats
 
 from pymc_dpnoise.distributions.counts import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from expfam_reference import truncated_logp
-from harness import VectorCase
+from registry import VectorCase
 from scipy import stats
 
 from pymc_dpnoise.distributions.expfam import (

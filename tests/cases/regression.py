@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
-from harness import VectorCase
+from registry import VectorCase
 from scipy import integrate, special, stats
 
 from pymc_dpnoise.distributions.regression import PerturbedLinReg, PerturbedLogReg

@@ -1,11 +1,10 @@
-"""Generic checks for every multivariate / discrete noise-aware distribution.
-
-Cases register in ``tests/cases/<family>.py`` (see ``tests/harness.py`` for the fields).
+"""The generic checks of every other report (multivariate and discrete): every
+:class:`registry.VectorCase` of the registry (``tests/registry.py``; data in
+``tests/cases/<family>.py``).
 """
 
 from __future__ import annotations
 
-import importlib
 import warnings
 
 import numpy as np
@@ -16,16 +15,8 @@ import pytest
 from compile_modes import TEST_MODE
 from pymc.blocking import DictToArrayBijection
 from pytensor.compile.mode import Mode
+from registry import VECTOR_CASES as CASES
 from scipy import stats
-
-CASES = []
-for _family in ("counts", "expfam", "frequency", "regression", "sufficient"):
-    _name = f"cases.{_family}"
-    try:
-        CASES += importlib.import_module(_name).CASES
-    except ModuleNotFoundError as err:  # a family that has not landed yet
-        if err.name != _name:
-            raise
 
 # Every test of one case runs in the same xdist worker (``--dist loadgroup``, see the
 # Makefile), so that the functions compiled for that case (``_CACHE``, ``_model_functions``)
