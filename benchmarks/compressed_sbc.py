@@ -10,7 +10,7 @@ configuration so that the model compiles once and the summary table is swapped a
 Reported: coverage of central 50/80/90/95/99 % intervals with the 99 % binomial band, the KS
 test of the posterior quantiles against Uniform(0, 1), the largest R-hat and the divergences.
 
-The problem classes are the test suite's (``tests/test_summaries.py``), so the script and the
+The problem classes are the test suite's (``tests/summaries/test_summaries.py``), so the script and the
 slow test fit the same models.
 """
 

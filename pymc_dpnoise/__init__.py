@@ -93,7 +93,7 @@ _OTHER = {
 
 
 #: the subpackages the docstring lists, each reachable as ``pymc_dpnoise.<name>`` (imported on
-#: first use; tests/test_conventions.py checks the docstring, this tuple and __all__ agree)
+#: first use; tests/distributions/test_conventions.py checks the docstring, this tuple and __all__ agree)
 SUBPACKAGES = (
     "noise",
     "mechanisms",

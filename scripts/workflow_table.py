@@ -1,10 +1,11 @@
 #!/usr/bin/env python
-"""Write ``docs/workflows.rst`` (distribution x PyMC workflow) from ``tests/test_workflows.py``.
+"""Write ``docs/workflows.rst`` (distribution x PyMC workflow) from ``tests/distributions/test_workflows.py``.
 
-The table is generated from the suite's own tables (``SPECS``, ``WORKFLOWS``, ``SLOW``,
+The table is generated from the suite's own tables (``SPECS``: the workflow rows of the test
+registry, ``tests/registry.py`` and ``tests/cases/workflows.py``; ``WORKFLOWS``, ``SLOW``,
 ``REFUSED``), so a cell says "pass" only if the suite runs that workflow for that
 distribution, and every refusal is a cell whose error the suite checks.
-``tests/test_workflows.py::test_docs_table_in_sync`` fails when the file is stale.
+``tests/distributions/test_workflows.py::test_docs_table_in_sync`` fails when the file is stale.
 
 Usage: ``python scripts/workflow_table.py`` (writes the file) or ``--check``.
 """
@@ -23,7 +24,7 @@ PyMC workflows
 ==============
 
 Every public distribution of :mod:`pymc_dpnoise.distributions` against every ordinary PyMC
-workflow.  The table is generated from ``tests/test_workflows.py`` by
+workflow.  The table is generated from ``tests/distributions/test_workflows.py`` by
 ``scripts/workflow_table.py``: **pass** means the suite runs the workflow on that
 distribution and checks its result in the default run, **pass (slow)** in the ``slow`` run
 (``pytest -m slow``); a numbered cell is a refusal ("no"), with the error the package
@@ -77,8 +78,9 @@ sum or count vector.
 
 def _load_suite():
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests"))  # the registry and its cases, as in the test run
     spec = importlib.util.spec_from_file_location(
-        "test_workflows", ROOT / "tests/test_workflows.py"
+        "test_workflows", ROOT / "tests/distributions/test_workflows.py"
     )
     mod = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("test_workflows", mod)  # dataclasses look their module up

@@ -2,7 +2,7 @@
 discrete Gaussian noise, optionally censored at 0): a window sum over the latent count with an
 unrolled bisection, plain ``gammaln`` binomial pmfs and an exact table of the noise's tail.
 It was the experiment's likelihood before the package's own graph differentiated inside a
-model; it stays here as a cross-check (``tests/test_experiments_real_releases.py``)."""
+model; it stays here as a cross-check (``tests/experiments/test_real_releases.py``)."""
 
 from __future__ import annotations
 

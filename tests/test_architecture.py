@@ -7,7 +7,7 @@ function-level imports included): every module is in a row, no import goes up a 
 the import graph of the whole package has no cycle.  They also check that the page names only
 modules, files and pages that exist, and that its ``grep`` examples find what it says.  The
 line limit of the modules of ``mechanisms/`` is here too (``cli/``'s is in
-``test_cli_layout.py``).  No sampling: fast.
+``cli/test_layout.py``).  No sampling: fast.
 
 Not counted as imports: the PEP 562 re-exports (``pymc_dpnoise.X`` and the posterior-release
 names of ``pymc_dpnoise.mechanisms``, loaded by ``importlib`` on first attribute access, never

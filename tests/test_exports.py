@@ -5,7 +5,7 @@ exists.
 The distributions are found by walking the modules of ``pymc_dpnoise.distributions`` (not by
 reading ``__all__``), so a new class that nobody exported fails here; the messages are found by
 parsing every module of the package.  The index table of the docs is checked against
-``__all__`` in ``test_distribution_pages.py``.  No sampling: fast.
+``__all__`` in ``docs/test_distribution_pages.py``.  No sampling: fast.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def pytest_collection_modifyitems(config, items):
     * A test without a mark is grouped with its file, so the compiled functions a module
       caches (``_FNS`` dicts, ``functools.cache``, ``scope="module"`` fixtures) are compiled in
       one worker only: in a cold partial run module-cached compiles were paid in both workers
-      (e.g. ``test_issue17_clipped_normal_large_epsilon_limit``: 6.0 and 6.8 CPU-s)."""
+      (e.g. ``test_clipped_normal_large_epsilon_limit``: 6.0 and 6.8 CPU-s)."""
     if not getattr(config.option, "loadgroup", False):  # set in xdist workers under loadgroup
         return
     for item in items:

@@ -3,7 +3,7 @@
 The text comes from :func:`pymc_dpnoise.cli._reference.render` (the model table, the worked
 examples, the exit codes, the output options, every command's ``--help``), which reads the
 command line's own registry and parser: the page cannot drift from the command line, and the
-tests run the examples it shows (``tests/test_cli_layout.py``).  Parts: ``models``,
+tests run the examples it shows (``tests/cli/test_layout.py``).  Parts: ``models``,
 ``examples``, ``exit-codes``, ``output``, ``commands``.
 """
 

@@ -40,7 +40,7 @@ __all__ = ["NoisyBinomial", "NoisyPoisson"]
 #: :mod:`pymc_dpnoise.noise`): the acceptance probability of Canonne, Kamath & Steinke's
 #: sampler is above 0.44 for every sigma in [1e-3, 1e4] (lowest near sigma = 1), so no
 #: proposal is accepted with probability below 0.56^96 < 1e-24 per draw
-#: (tests/test_noisy_counts.py checks the bound); the NumPy mechanism loops until acceptance.
+#: (tests/distributions/test_noisy_counts.py checks the bound); the NumPy mechanism loops until acceptance.
 DG_PROPOSALS = 96
 _HUGE = np.float64(1e300)
 

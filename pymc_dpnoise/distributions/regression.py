@@ -669,7 +669,7 @@ class PerturbedLogReg(_RegressionReports):
       1.5, a step-function split with Gauss-Laguerre above
       (:func:`pymc_dpnoise.math.regression.expected_sigmoid`), ``nodes`` nodes each.  Its error
       in :math:`P(z_y \mid z_x)` is below 1e-10 for every mean and every sd in [0, 1000]
-      (checked against adaptive quadrature in ``tests/test_regression.py``).
+      (checked against adaptive quadrature in ``tests/distributions/test_regression.py``).
     * ``approximation="chebyshev"``: the paper's method (Section 7, eq. 44): the sigmoid is
       replaced by its degree-``degree`` Chebyshev projection on ``interval`` and the expectation
       is taken with Gaussian moments; the result is clipped to [0, 1].  ``degree=2`` on a

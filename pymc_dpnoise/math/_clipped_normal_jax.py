@@ -25,7 +25,7 @@ sides of every branch are computed, each at an argument where it is finite (the 
 argument replaced by a safe constant), and picked with ``where``.  XLA's CPU compiler
 contracts multiply-adds into FMAs, so the results differ from Numba's in the last bits, and
 by more where a derivative is a nearly cancelling sum (σ or the noise scale 1e±100 times
-the interval): ``tests/test_clipped_normal_jax.py`` bounds the difference.
+the interval): ``tests/math/test_clipped_normal_jax.py`` bounds the difference.
 
 Used when the reports, the bounds and ε are constants (observed data: PyMC's
 ``get_jaxified_logp`` makes data constants): the reports are split at trace time into those

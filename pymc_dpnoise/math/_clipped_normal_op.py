@@ -48,7 +48,7 @@ formula for the reports inside written with the branch-free ``exp``, ``log`` and
 :math:`\tfrac12 e^{-\zeta^2/2}\operatorname{erfcx}(\cdot)`: no ``erfc``): README example,
 the kernel alone, three interleaved runs at load ~1.5: 88-90 -> 32-46 µs per call.  Same
 values as the per-report loop, which uses the same function
-(``tests/test_clipped_normal_kernel.py`` checks them equal to the bit).
+(``tests/math/test_clipped_normal_kernel.py`` checks them equal to the bit).
 
 Everything that depends on the parameters only (:math:`\log\Phi(\alpha)`, the tails at
 :math:`\alpha` and :math:`-\beta`, the outside constants) is computed once per distinct

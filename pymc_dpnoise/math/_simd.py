@@ -14,7 +14,7 @@ IR for every inlined call).  Used by
 :func:`pymc_dpnoise.math._clipped_normal_kernel._inside_linear`, the clipped-normal kernel's
 formula for the reports inside the interval.
 
-Accuracy (``tests/test_simd.py``: NumPy, SciPy and a 90-digit reference on dense grids): exp
+Accuracy (``tests/math/test_simd.py``: NumPy, SciPy and a 90-digit reference on dense grids): exp
 within 1 ulp, log within 2, erfcx within 3.
 
 * :func:`exp_` — Cody–Waite reduction :math:`x = k\ln 2 + r`, :math:`|r| \le \ln2/2`, Taylor

@@ -99,7 +99,7 @@ def truncated_normal_moments(mu, sigma, lower, upper):
     adaptive quadrature (``scipy.integrate.quad``; largest scaled error
     :math:`1.2 \cdot 10^{-12}`, test threshold :math:`10^{-9}`) on a grid from
     :math:`[a, b]` at :math:`10^7` standard deviations from :math:`\mu` to
-    :math:`\sigma = 10^5 (b - a)` (``tests/test_expfam_normal.py``).
+    :math:`\sigma = 10^5 (b - a)` (``tests/distributions/test_expfam_normal.py``).
 
     Returns
     -------

@@ -468,7 +468,7 @@ def _hybrid_sum(fam, term, c, sigma):
       (:math:`\sim e^{-2\pi\tau/h + \tau^2/2 s_c^2}`) are far below :math:`10^{-16}` at
       :math:`\tau \approx 6\pi s_c`; the nodes reach :math:`\pm 13 s_c`, beyond which the
       summand (its curvature there at least 0.73 of :math:`c`'s) holds less than
-      :math:`e^{-60}`.  Checked against brute-force sums in ``tests/test_noisy_counts.py``.
+      :math:`e^{-60}`.  Checked against brute-force sums in ``tests/distributions/test_noisy_counts.py``.
     """
     u = float(HYBRID_UNIT_HALF)
     lo, hi = fam.lo, fam.hi
@@ -770,7 +770,7 @@ def _hybrid_cdf_sum(fam, term, c, sigma):
       factor 2.9 over the span.  The summand is then Gaussian-like on scales of at least 24
       and analytic near the real axis, so the lattice sum equals the integral and the
       trapezoidal rule is exact, both to far below rounding (as in :func:`_hybrid_sum`).
-      Checked against brute-force sums in ``tests/test_noisy_counts.py``.
+      Checked against brute-force sums in ``tests/distributions/test_noisy_counts.py``.
     """
     u = float(HYBRID_UNIT_HALF)
     lo, hi = fam.lo, fam.hi

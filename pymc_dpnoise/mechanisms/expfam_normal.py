@@ -71,7 +71,7 @@ def truncated_normal_sum_sensitivity(lower, upper):
     :math:`\sum_j \max(\max_{[a,b]}|t_j|, \max_{x,y}|t_j(x) - t_j(y)|) = \max(M, b - a) + M^2`
     (35 for :math:`[-5, 5]`), bounds each coordinate separately and is never smaller; pass it
     as ``sensitivity=`` to reproduce the paper.  A brute-force grid search checks this
-    function in ``tests/test_expfam_normal.py``.  Works on numbers, arrays and PyTensor
+    function in ``tests/distributions/test_expfam_normal.py``.  Works on numbers, arrays and PyTensor
     tensors.
     """
     pt = sys.modules.get("pytensor.tensor")  # a tensor implies PyTensor is imported already

@@ -250,7 +250,7 @@ def noise_aware_model(release, prior=1.0, *, method: str = "auto", exact_max: in
         # (n = 401, scale 0.06: -3.6 nats at pi = 0.40).  Measured spread of
         # (exact - normal) over pi, theta within +-0.04 of the truth: 0.20 / 0.25 nats at
         # scale 4, n = 401 / 800; 0.5 / 0.9 at scale 2; 9 / 23 at scale 1
-        # (tests/test_release_reader.py::test_auto_method_normal_only_where_close_to_exact)
+        # (tests/posterior_release/test_reader.py::test_auto_method_normal_only_where_close_to_exact)
         use_normal = rd.n > exact_max and rd.scale >= NORMAL_MIN_SCALE
         method = "normal" if use_normal else "exact"
     logp = naive_bayes_release_logp if method == "exact" else naive_bayes_release_logp_normal

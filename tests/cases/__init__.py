@@ -1,1 +1,2 @@
-"""Per-family registries of :class:`harness.VectorCase` (see ``tests/harness.py``)."""
+"""The data of the test registry (``tests/registry.py``): reference cases per family
+(``<family>.py``, ``CASES``) and the workflow rows (``workflows.py``)."""

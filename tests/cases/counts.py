@@ -3,7 +3,7 @@
 References are brute-force sums over every count s in extended precision
 (``tests/counts_reference.py``); the draw checks compare draws with the exact CDF
 F(y) = sum_s P(s) F_Lap(y - s), written here with SciPy (independent of the package).
-The heavy accuracy grids (n up to 1e7, epsilon 1e-3 .. 100) are in ``tests/test_counts.py``.
+The heavy accuracy grids (n up to 1e7, epsilon 1e-3 .. 100) are in ``tests/distributions/test_counts.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from counts_reference import brute_binomial_logp, brute_poisson_logp
-from harness import VectorCase
+from registry import VectorCase
 from scipy import stats
 
 from pymc_dpnoise.distributions.counts import (

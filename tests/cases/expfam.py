@@ -3,7 +3,7 @@
 The reference (``tests/expfam_reference.py``) recomputes the random-sum CLT density with SciPy
 quadrature (truncated moments and the normal--Laplace convolution), so the grid checks the
 implementation of the approximation to 1e-9.  How good the approximation itself is (against
-Monte Carlo of the exact mechanism) is measured in ``tests/test_expfam.py``.  The draws are the
+Monte Carlo of the exact mechanism) is measured in ``tests/distributions/test_expfam.py``.  The draws are the
 exact mechanism (n records, truncation, sum, Laplace); at the typical settings the CLT is
 accurate enough that a KS test with 20,000 draws against the approximate CDF does not reject,
 while a 10% change of the rate is rejected.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from expfam_reference import truncated_logp
-from harness import VectorCase
+from registry import VectorCase
 from scipy import stats
 
 from pymc_dpnoise.distributions.expfam import (

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from expfam_normal_reference import clt_mean_cov, conditional_logpdf
-from harness import VectorCase
+from registry import VectorCase
 
 from pymc_dpnoise.distributions.expfam_normal import (
     LaplaceNoisyTruncatedNormal,

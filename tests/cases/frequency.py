@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 import pymc as pm
-from harness import VectorCase
+from registry import VectorCase
 from scipy.special import logsumexp
 
 import pymc_dpnoise as pmd

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
-from harness import VectorCase
+from registry import VectorCase
 from scipy import integrate, special, stats
 
 from pymc_dpnoise.distributions.regression import PerturbedLinReg, PerturbedLogReg
@@ -244,7 +244,7 @@ def linreg_grid():
         for rho, scale in ((0.0, 1.0), (0.9, 0.1), (-0.3 if d > 1 else 0.0, 30.0)):
             # noise relative to the feature scale: 1e-2 (nearly noiseless) to 100.  (At 1e-3
             # cond(C) reaches 1.6e7 and float64 itself limits the error to ~2e-10; see
-            # test_linreg_ill_conditioned in test_regression.py.)
+            # test_linreg_ill_conditioned in distributions/test_regression.py.)
             for sx, sy, sigma in ((1e-2, 1e-2, 1e-2), (0.5, 0.5, 0.3), (100.0, 50.0, 10.0)):
                 theta = rng.normal(0.0, 2.0, d)
                 params = dict(

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pymc as pm
-from harness import VectorCase
+from registry import VectorCase
 from scipy import stats
 
 from pymc_dpnoise.distributions.sufficient import SSNormalApprox

@@ -1,11 +1,10 @@
-"""Generic checks for every multivariate / discrete noise-aware distribution.
-
-Cases register in ``tests/cases/<family>.py`` (see ``tests/harness.py`` for the fields).
+"""The generic checks of every other report (multivariate and discrete): every
+:class:`registry.VectorCase` of the registry (``tests/registry.py``; data in
+``tests/cases/<family>.py``).
 """
 
 from __future__ import annotations
 
-import importlib
 import warnings
 
 import numpy as np
@@ -16,16 +15,8 @@ import pytest
 from compile_modes import TEST_MODE
 from pymc.blocking import DictToArrayBijection
 from pytensor.compile.mode import Mode
+from registry import VECTOR_CASES as CASES
 from scipy import stats
-
-CASES = []
-for _family in ("counts", "expfam", "frequency", "regression", "sufficient"):
-    _name = f"cases.{_family}"
-    try:
-        CASES += importlib.import_module(_name).CASES
-    except ModuleNotFoundError as err:  # a family that has not landed yet
-        if err.name != _name:
-            raise
 
 # Every test of one case runs in the same xdist worker (``--dist loadgroup``, see the
 # Makefile), so that the functions compiled for that case (``_CACHE``, ``_model_functions``)
@@ -441,11 +432,11 @@ def test_logp_finite_and_right_at_extreme_valid_parameters(case):
     only about 2e-7 in the normal limit, beta = sensitivity/epsilon < 1e-7 sd, where the
     convolution itself agrees with the 90-digit reference of
     ``tests/normal_laplace_reference.py`` to 1e-15:
-    ``test_expfam.py::test_normal_laplace_gradient_matches_high_precision_reference``).  Was NaN for the
+    ``distributions/test_expfam.py::test_normal_laplace_gradient_matches_high_precision_reference``).  Was NaN for the
     truncated families at epsilon = 1e-8 with sensitivity 1e300 or at epsilon = 1e-300 (a
-    variance floor 1e-300 (1 + beta^2) overflowed; ``test_expfam.py::
+    variance floor 1e-300 (1 + beta^2) overflowed; ``distributions/test_expfam.py::
     test_truncated_families_finite_at_extreme_noise``) and for the multinomial counts latent
-    at p = [1, 0, 0] (``test_expfam.py::test_multinomial_finite_with_zero_probabilities``;
+    at p = [1, 0, 0] (``distributions/test_expfam.py::test_multinomial_finite_with_zero_probabilities``;
     the multinomial has no registry case)."""
     data = case.simulate(np.random.default_rng(3), case.typical, 3)
     for overrides in _extreme_overrides(case):

@@ -20,12 +20,12 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from cases.clipped import _exp_grid, _normal_grid
 from counts_reference import brute_binomial_log_cdfs, brute_poisson_log_cdfs
 from references import (
     clipped_exponential_laplace_log_cdfs_ref,
     clipped_normal_laplace_log_cdfs_ref,
 )
-from test_distributions import _exp_grid, _normal_grid
 
 import pymc_dpnoise as pmd
 

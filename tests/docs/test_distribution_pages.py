@@ -27,7 +27,7 @@ import pytest
 
 import pymc_dpnoise
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TABLE_PAGE = ROOT / "docs" / "models.rst"  # "Distributions at a glance"
 PAGES = sorted(p for p in (ROOT / "docs" / "distributions").glob("*.rst") if p.name != "index.rst")
 _HEADING = re.compile(r"^([=\-^~\"'`#*+<>])\1+\s*$")

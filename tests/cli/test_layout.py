@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "pymc_dpnoise" / "cli"
 HEAVY = ("numpy", "pymc", "pytensor", "duckdb", "arviz", "pandas", "scipy")
 MAX_LINES = 800

@@ -1,4 +1,4 @@
-"""Property-based checks (Hypothesis) over every public distribution and mechanism (issue 17).
+"""Property-based checks (Hypothesis) over every public distribution and mechanism.
 
 Every input must end in exactly one of three outcomes:
 
@@ -29,9 +29,9 @@ import pytest
 from cases.frequency import krr_reference, oue_reference, sue_reference, ue_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mechanisms.test_mechanisms import RELEASES
 from pymc.logprob.utils import ParameterValueError
 from references import clipped_exponential_laplace_logp_ref, clipped_normal_laplace_logp_ref
-from test_mechanisms import RELEASES
 
 import pymc_dpnoise as pmd
 from pymc_dpnoise import mechanisms as mech

@@ -7,7 +7,7 @@ graph ``noisy_counts`` built before the kernel) on grids reaching the extremes: 
 to 1e7, p from 1e-12 to 1 - 1e-12, rates from 1e-13 to 1e8, noise sd from 0.05 to 120 (a
 window of up to 2,411 terms), releases 60 noise sds beyond both ends of the support.  The
 whole likelihoods (``noisy_binomial_logp`` / ``noisy_poisson_logp``) are compared with the
-kernel switched off, and against brute force in ``test_noisy_counts.py``.
+kernel switched off, and against brute force in ``distributions/test_noisy_counts.py``.
 """
 
 from __future__ import annotations

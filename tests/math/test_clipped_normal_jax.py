@@ -19,7 +19,7 @@ import numpy as np
 import pymc as pm
 import pytest
 from compile_modes import TEST_MODE
-from test_distributions import CASES, _extreme_normal_grid, _normal_grid, compiled
+from distributions.test_distributions import CASES, _extreme_normal_grid, _normal_grid, compiled
 
 import pymc_dpnoise as pmd
 from pymc_dpnoise.math._clipped_normal_kernel import _clipped_normal_kernel

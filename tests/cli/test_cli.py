@@ -31,7 +31,7 @@ from pymc_dpnoise.cli._write import check_target, write_atomic
 from pymc_dpnoise.mechanisms import sufficient as ss_mech
 
 FAST = ["--sampler", "pymc", "--draws", "50", "--tune", "50", "--cores", "1", "--quiet"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env():

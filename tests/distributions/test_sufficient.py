@@ -326,3 +326,30 @@ def test_release_central_and_local():
         assert rel.noise_cov[0, 0] == pytest.approx(expected)
         # 400 draws: the sample variance has relative sd ~ 0.07
         assert np.all(np.abs(var / expected - 1) < 0.3)
+
+
+def test_ss_taylor_order_outside_its_range_uses_the_exact_moments():
+    """Was: -inf with a zero gradient once theta' Sigma theta exceeds a few units (NUTS
+    stalled).  Beyond the series' range the quadrature log density and gradient are used."""
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+
+    th = pt.dvector("th")
+    value = np.array([100.0, 0, 300, 0, 300])
+
+    def fn(order):
+        rv = pmd.SSNormalApprox.dist(th, np.eye(2), 1000.0, np.eye(5), "logistic", order=order)
+        logp = pm.logp(rv, value)
+        return pytensor.function([th], [logp, pytensor.grad(logp, th)])
+
+    exact = fn("quadrature")
+    for order, bad in [(3, 2.6), (5, 1.8)]:
+        f = fn(order)
+        inside = np.array([0.5, 0.0])
+        assert np.isfinite(f(inside)[0]) and f(inside)[0] != exact(inside)[0]  # the series
+        lp, g = f(np.array([bad, 0.0]))
+        lp_q, g_q = exact(np.array([bad, 0.0]))
+        assert lp == lp_q and np.isfinite(lp)
+        np.testing.assert_array_equal(g, g_q)
+        assert np.all(np.isfinite(g)) and np.any(g != 0)

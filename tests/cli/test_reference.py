@@ -22,7 +22,7 @@ from pymc_dpnoise.cli._base import EXIT_CODES
 from pymc_dpnoise.cli._reference import PARTS, command_help, render, wrap_command
 from pymc_dpnoise.cli._registry import FAMILIES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: appended to every example: tiny draws with PyMC's sampler on one core
 TINY = ["--sampler", "pymc", "--draws", "30", "--tune", "30", "--chains", "1", "--cores", "1"]
 TINY += ["--quiet"]
