@@ -10,15 +10,20 @@ that process.
 ``models``  ``model.logp_dlogp_function()`` of a ``time_to_posterior`` model: the rewrites
             (``compile``) and the first call (Numba's JIT of the graph), with the logp and
             gradient at the initial point, so that two trees can be compared.
-``jax``     the README model under JAX as numpyro runs it: ``build`` = loading the
-            clipped-normal kernel's XLA custom call (``ffi_target()``: Numba compiles the
-            handler and the kernel, then one self-test call), ``first call`` = PyMC's
-            ``get_jaxified_logp`` and a jitted ``value_and_grad`` at the initial point.
+``jax``     the README model under JAX as numpyro runs it: ``build`` = PyMC's
+            ``get_jaxified_logp``, ``first call`` = a jitted ``value_and_grad`` at the
+            initial point.
+``first-use``  the README model's first logp + gradient under the default (Numba) backend,
+            noise-aware and naive, each from empty caches (``cold``) and then again in a
+            second fresh process with the caches the first one filled (``warm``): the
+            noise-aware cold row minus its warm row is the first-use compile of the
+            clipped-normal kernel and of the graph around it (Numba's ``cache=True`` keeps
+            the kernel for every later process).  Written to ``first_use_compile.md``.
 
 Run: ``.venv/bin/python benchmarks/cold_compile_parts.py`` (``--tree DIR`` measures the package
 of another checkout, e.g. a ``git archive`` of an older commit, for the models; ``--label``
 names it in the table; ``--append`` keeps the rows of the last run; ``--models readme,counts``
-picks the ``time_to_posterior`` models).
+picks the ``time_to_posterior`` models; ``--cases first-use`` the first-use table).
 """
 
 from __future__ import annotations
@@ -77,13 +82,13 @@ def _timings(t0, t1, t2, logp, grad):
     }
 
 
-def model_case(model: str) -> dict:
+def model_case(model: str, noise_aware: bool = True) -> dict:
     import numpy as np
 
     sys.path.insert(0, str(HERE))
     from time_to_posterior import build
 
-    m = build(model, True)
+    m = build(model, noise_aware)
     t0 = cpu()
     f = m.logp_dlogp_function(ravel_inputs=True)
     f.set_extra_values({})
@@ -104,28 +109,76 @@ def jax_case(model: str) -> dict:
 
     m = build(model, True)
     t0 = cpu()
-    from pymc_dpnoise.math._clipped_normal_jax import ffi_target
-
-    if ffi_target() is None:
-        raise RuntimeError("the XLA custom call is not available")
-    t1 = cpu()
     logp = get_jaxified_logp(m)
+    t1 = cpu()
     ip = m.initial_point()
     x = [np.asarray(ip[v.name]) for v in m.value_vars]
     value, grad = jax.jit(jax.value_and_grad(lambda xs: logp(xs)))(x)
     return _timings(t0, t1, cpu(), value, grad)
 
 
-def run(spec: dict, tree: Path | None) -> dict:
+def run(spec: dict, tree: Path | None, times: int = 1) -> list[dict]:
+    """``times`` fresh processes in a row sharing one compile cache, empty for the first."""
     sys.path.insert(0, str(HERE))
     from _common import run_worker, worker_env
 
+    out = []
     with tempfile.TemporaryDirectory(prefix="ccp_") as cache:
         env = worker_env(cache)
         if tree is not None:
             env["PYTHONPATH"] = str(tree) + ":" + env["PYTHONPATH"]
-        res, err = run_worker(__file__, spec, env)
-    return res if err is None else {"error": (err.strip().splitlines() or ["?"])[-1][:300]}
+        for _ in range(times):
+            res, err = run_worker(__file__, spec, env)
+            err_row = {"error": (str(err).strip().splitlines() or ["?"])[-1][:300]}
+            out.append(res if err is None else err_row)
+    return out
+
+
+def first_use(args, info, t_start):
+    """The README model's first logp + gradient, noise-aware and naive, cold then warm."""
+    from _common import md_table, write_results
+
+    rows = []
+    for kind, label in (("model", "noise-aware"), ("naive", "naive")):
+        runs = run({"kind": kind, "case": "readme"}, args.tree, times=2)
+        for caches, res in zip(("cold", "warm"), runs, strict=True):
+            res.update(model=f"readme, {label}", caches=caches)
+            print(json.dumps(res), flush=True)
+            rows.append(res)
+    for r in rows:
+        if "compile" in r:
+            r["total"] = r["compile"] + r["first_call"]
+    cold = {r["model"]: r.get("total") for r in rows if r["caches"] == "cold"}
+    warm = {r["model"]: r.get("total") for r in rows if r["caches"] == "warm"}
+    for r in rows:
+        r["value"] = r.get("error") or f"logp {r['logp']:.10f}"
+    cols = [
+        ("model", "model"),
+        ("caches", "caches"),
+        ("compile", "rewrites (CPU s)"),
+        ("first_call", "first call: Numba compile + run (CPU s)"),
+        ("total", "total (CPU s)"),
+        ("value", "value at the initial point"),
+    ]
+    aware, naive = "readme, noise-aware", "readme, naive"
+    summary = ""
+    if all(d.get(k) is not None for d in (cold, warm) for k in (aware, naive)):
+        summary = (
+            f"\nFirst use from empty caches: {cold[aware]:.2f} CPU-s for the noise-aware model's "
+            f"first logp + gradient against {cold[naive]:.2f} for the naive one (extra "
+            f"{cold[aware] - cold[naive]:.2f}); with the caches the first process filled "
+            f"{warm[aware]:.2f} and {warm[naive]:.2f}.\n"
+        )
+    body = (
+        "# First use: the README model's first logp + gradient, empty and filled caches\n\n"
+        "PyTensor's default (Numba) backend, `model.logp_dlogp_function()` and one call at "
+        "the initial point, each row one fresh process; `cold` = empty PyTensor, Numba and "
+        "JAX caches (`PYTENSOR_FLAGS=base_compiledir=<tmp>`, `NUMBA_CACHE_DIR=<tmp>`), "
+        "`warm` = a second process with the caches the cold one filled. CPU seconds of the "
+        "measured part only (imports and building the model excluded). See "
+        "`benchmarks/cold_compile_parts.py`.\n\n" + md_table(rows, cols) + summary
+    )
+    write_results("first_use_compile", info, body, {"rows": rows}, t_start)
 
 
 def main():
@@ -136,7 +189,7 @@ def main():
     ap.add_argument("--worker")
     ap.add_argument("--tree", type=Path, help="checkout whose package the models use")
     ap.add_argument("--label", default="this tree")
-    ap.add_argument("--cases", default="ops,models")
+    ap.add_argument("--cases", default="ops,models", help="ops, models, jax or first-use")
     ap.add_argument(
         "--models", default=",".join(MODELS), help="time_to_posterior models (also: readme)"
     )
@@ -144,12 +197,20 @@ def main():
     args = ap.parse_args()
     if args.worker:
         spec = json.loads(args.worker)
-        case = {"op": op_case, "model": model_case, "jax": jax_case}[spec["kind"]]
+        case = {
+            "op": op_case,
+            "model": model_case,
+            "naive": lambda model: model_case(model, noise_aware=False),
+            "jax": jax_case,
+        }[spec["kind"]]
         res = case(spec["case"])
         print(json.dumps(res))
         return
     t_start = time.perf_counter()
     info = machine_info()
+    if args.cases == "first-use":
+        first_use(args, info, t_start)
+        return
     rows = []
     if args.append and (RESULTS / f"{NAME}.json").exists():
         rows = json.loads((RESULTS / f"{NAME}.json").read_text())["rows"]
@@ -158,7 +219,7 @@ def main():
     specs += [("model", c) for c in args.models.split(",") if "models" in cases]
     specs += [("jax", "readme")] if "jax" in cases else []
     for kind, case in specs:
-        res = run({"kind": kind, "case": case}, None if kind == "op" else args.tree)
+        (res,) = run({"kind": kind, "case": case}, None if kind == "op" else args.tree)
         res.update(kind=kind, case=case, tree="-" if kind == "op" else args.label)
         print(json.dumps(res), flush=True)
         rows.append(res)

@@ -8,10 +8,7 @@ hoisted), as a NUTS trajectory evaluates it: no Python dispatch per evaluation. 
 the median over interleaved rounds (``_common.time_variants``) of the CPU time per
 evaluation, both cores available (XLA's CPU runtime uses them as it does in ``pm.sample``).
 
-For the README model a third variant, ``noise-aware (jax.numpy)``, runs the clipped-normal
-op's ``jax.numpy`` formulas (``path="xla"``, what other platforms than the CPU run) instead of
-the Numba kernel as an XLA custom call (``path="auto"`` on CPU).  No assertion is made about
-time.
+No assertion is made about time.
 
 Run: ``.venv/bin/python benchmarks/jax_per_gradient.py`` (``--models readme,counts``,
 ``--rounds 7``, ``--steps 500``).
@@ -20,7 +17,6 @@ Run: ``.venv/bin/python benchmarks/jax_per_gradient.py`` (``--models readme,coun
 from __future__ import annotations
 
 import argparse
-import functools
 import statistics
 import sys
 import time
@@ -70,9 +66,6 @@ def main():
     t_start = time.perf_counter()
     info = machine_info()
 
-    import pymc_dpnoise.math._clipped_normal_jax as J
-
-    auto_kernel = J.kernel
     rows = []
     for name in args.models.split(","):
         with warnings.catch_warnings():
@@ -81,12 +74,6 @@ def main():
                 v: _loop(build(name, v == "noise-aware"), args.steps)
                 for v in ("noise-aware", "naive")
             }
-            if name == "readme":
-                J.kernel = functools.partial(auto_kernel, path="xla")
-                try:
-                    fns["noise-aware (jax.numpy)"] = _loop(build(name, True), args.steps)
-                finally:
-                    J.kernel = auto_kernel
         _, cpu, _ = time_variants(fns, args.rounds, batch_seconds=0.2)
         us = {k: statistics.median(v) / args.steps * 1e6 for k, v in cpu.items()}
         row = {
@@ -94,7 +81,6 @@ def main():
             "aware_us": us["noise-aware"],
             "naive_us": us["naive"],
             "ratio": us["noise-aware"] / us["naive"],
-            "formulas_us": us.get("noise-aware (jax.numpy)"),
         }
         rows.append(row)
         print(row, flush=True)
@@ -103,16 +89,14 @@ def main():
         ("aware_us", "noise-aware µs"),
         ("naive_us", "naive µs"),
         ("ratio", "ratio"),
-        ("formulas_us", "noise-aware, jax.numpy formulas µs"),
     ]
     body = (
         "# One value + gradient evaluation under JAX: noise-aware vs naive, CPU µs\n\n"
         "The `time_to_posterior` models (same data): `jax.value_and_grad` of PyMC's "
         f"`get_jaxified_logp`, {args.steps} evaluations inside one jitted `lax.while_loop` "
         "(as in a NUTS trajectory), median over "
-        f"{args.rounds} interleaved rounds of the CPU time per evaluation. The last column: "
-        "the README model with the clipped-normal op's `jax.numpy` formulas instead of the "
-        "Numba kernel as an XLA custom call. See the script's docstring.\n\n" + md_table(rows, cols)
+        f"{args.rounds} interleaved rounds of the CPU time per evaluation. See the script's "
+        "docstring.\n\n" + md_table(rows, cols)
     )
     write_results(NAME, info, body, {"rows": rows}, t_start)
 

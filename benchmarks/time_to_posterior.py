@@ -5,10 +5,6 @@ model a user would write for the same released data (the noise ignored):
 
 ``readme``          README example: 5,000 ``LaplacePerturbedClippedNormal`` reports (ε = 1)
                     vs ``pm.Normal`` on the reports
-``readme-jit``      the README example with the package's precompiled kernels switched off
-                    (``PYMC_DPNOISE_PRECOMPILED=0``): Numba compiles the clipped-normal
-                    kernel at first use, as before the kernels were compiled at build time
-                    (``pymc_dpnoise/math/_aot.py``); compared with the README's naive model
 ``readme-summary``  the same reports through ``pmd.summarize`` +
                     ``LaplacePerturbedClippedNormalSummary`` (binned, O(bins) per gradient)
 ``counts``          ``NoisyBinomial``, 4 groups (n = 40…5000), discrete Gaussian ρ = 0.1,
@@ -51,7 +47,6 @@ HERE = Path(__file__).resolve().parent
 NAME = "time_to_posterior"
 MODELS = (
     "readme",
-    "readme-jit",
     "readme-summary",
     "counts",
     "frequency",
@@ -167,12 +162,7 @@ def build(model: str, noise_aware: bool):
 
 
 def worker(spec: dict) -> dict:
-    import os
-
     model = spec["model"]
-    if model == "readme-jit":
-        os.environ["PYMC_DPNOISE_PRECOMPILED"] = "0"
-        model = "readme"
     c0 = cpu_now()
     import numpy as np
     import pymc as pm
@@ -199,17 +189,12 @@ def worker(spec: dict) -> dict:
         idata = pm.sample(**kw)
     c3 = cpu_now()
     first = m.free_RVs[0].name
-    from pymc_dpnoise.math import _aot
-
     return {
         "import": c1 - c0,
         "build": c2 - c1,
         "sample": c3 - c2,
         "cpu": c3 - c0,
         "post_mean_" + first: float(np.asarray(idata.posterior[first]).mean()),
-        # whether the package's kernels compiled at build time were used (all models run in
-        # the same installation; only the clipped-normal kernel has them)
-        "precompiled": _aot.status(),
     }
 
 
@@ -297,9 +282,7 @@ def main():
         for model in [] if args.merge else args.models.split(","):
             for sampler in args.samplers.split(","):
                 variants = (
-                    ["noise-aware"]
-                    if model in ("readme-summary", "readme-jit")
-                    else ["noise-aware", "naive"]
+                    ["noise-aware"] if model == "readme-summary" else ["noise-aware", "naive"]
                 )
                 done = {(r["model"], r["sampler"], r["variant"]) for r in rows}
                 variants = [

@@ -11,6 +11,11 @@ they ever sample with a JAX backend.  PyTensor imports it only when a JAX functi
 * otherwise it is queued, and a one-shot import hook (a ``sys.meta_path`` finder that only
   answers for that module name and delegates the actual finding and loading to the regular
   finders) runs the queue right after the module has executed, then removes itself.
+
+No module of the package changes ``jax.config``.  PyTensor's JAX backend itself sets
+``jax_enable_x64`` when its dispatch module is imported (to ``floatX == "float64"``); the
+package's JAX functions compute in float64 and refuse, through :func:`require_x64`, to be
+built when 64-bit mode is off (JAX would silently compute them in float32).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import importlib.abc
 import sys
 from collections.abc import Callable
 
-__all__ = ["when_jax_dispatch_loads"]
+__all__ = ["require_x64", "when_jax_dispatch_loads"]
 
 TARGET = "pytensor.link.jax.dispatch"
 _pending: list[Callable[[], object]] = []
@@ -80,3 +85,21 @@ def when_jax_dispatch_loads(register: Callable[[], object]) -> None:
     _pending.append(register)
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+
+
+def require_x64(what: str) -> None:
+    """Raise a ``RuntimeError`` naming ``what`` unless JAX's 64-bit mode is on.
+
+    The package's JAX implementations evaluate float64 formulas (thresholds, series lengths
+    and constants chosen for double precision); with ``jax_enable_x64`` off JAX would cast
+    every input to float32 and return wrong numbers without an error.
+    """
+    import jax
+
+    if not jax.config.jax_enable_x64:
+        raise RuntimeError(
+            f"{what} computes in float64, but JAX's 64-bit mode is off: call "
+            'jax.config.update("jax_enable_x64", True) before compiling the model with JAX '
+            "(PyTensor's JAX backend turns it on when pytensor.config.floatX is 'float64', "
+            "and it was turned off after)"
+        )

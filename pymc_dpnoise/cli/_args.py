@@ -14,6 +14,7 @@ import importlib.util
 import re
 import textwrap
 
+from .. import __version__
 from ._base import (
     INTERRUPTED,
     MAX_ROWS,
@@ -187,24 +188,6 @@ error (one line), 130 interrupted (Ctrl-C; no output file is written or changed)
 """
 
 
-class _Version(argparse.Action):
-    """``--version``: the package's version and, on a second line, whether this installation
-    uses the kernels compiled when it was built (and if not, why: ``math/_aot.py``).  The
-    check imports Numba, so it runs only when ``--version`` is given."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        import sys
-
-        from .. import __version__
-        from ..math import _aot
-
-        print(f"{parser.prog} {__version__}\nprecompiled kernels: {_aot.status()}", file=sys.stdout)
-        parser.exit()
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``pymc-dpnoise`` argument parser (commands ``demo`` and ``fit MODEL``)."""
 
@@ -214,11 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=Formatter,
         epilog="Run '%(prog)s COMMAND --help' for the options of a command.",
     )
-    parser.add_argument(
-        "--version",
-        action=_Version,
-        help="show the version and whether the precompiled kernels are used, and exit",
-    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = sub.add_parser(

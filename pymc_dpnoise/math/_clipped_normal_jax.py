@@ -1,48 +1,37 @@
 r"""JAX kernel of :class:`~pymc_dpnoise.math._clipped_normal_op.ClippedNormalLaplaceOp`
 (imported only by the JAX linker).
 
-Two implementations behind one function, :func:`kernel`.  **On CPU** XLA calls the Numba
-kernel ``_clipped_normal_kernel`` itself as a custom call (:mod:`._xla_ffi`; the handler in
-``_clipped_normal_ffi``): the Numba backend's numbers bit for bit, and one loop over the
-reports on one thread.  README model, value and gradient inside a ``lax.while_loop``: 46 µs
-per evaluation against 313 µs for the ``jax.numpy`` formulas below (naive model: 13), whose
-dozen fused loops XLA's CPU runtime each splits across the cores
-(``benchmarks/results/jax_per_gradient.md``); ``pm.sample(nuts_sampler="numpyro")`` with
-warm caches went from 2.69 to 1.24 times the naive model's CPU time
-(``time_to_posterior.md``).  **On other platforms** (when JAX has an accelerator the
-choice is made by ``lax.platform_dependent`` when the code is lowered; the custom call is
-registered for the CPU only), and on CPU when the handler is unavailable or fails its
-self-test, the ``jax.numpy`` formulas run.
-
-The ``jax.numpy`` formulas of the Numba kernel ``_clipped_normal_kernel`` (same branches, same operations,
-the linear-space form ``_inside_linear`` for the reports inside the interval included: with one
-parameter set it runs under ``lax.cond``, which evaluates one branch; with per-report
-parameters the log-space form runs everywhere;
-``erfc`` is XLA's, up to 6e-14 relative off libm's near x = 26; the Numba kernel's
-``_inside_linear`` takes :math:`e_1\Phi(\zeta - k)` from ``erfcx`` instead, the same number to a
-few ulp), over whole vectors: both
-sides of every branch are computed, each at an argument where it is finite (the other side's
-argument replaced by a safe constant), and picked with ``where``.  XLA's CPU compiler
-contracts multiply-adds into FMAs, so the results differ from Numba's in the last bits, and
-by more where a derivative is a nearly cancelling sum (σ or the noise scale 1e±100 times
-the interval): ``tests/math/test_clipped_normal_jax.py`` bounds the difference.
+The ``jax.numpy`` formulas of the Numba kernel ``_clipped_normal_kernel`` (same branches, same
+operations, the linear-space form ``_inside_linear`` for the reports inside the interval
+included; ``erfc`` is XLA's, up to 6e-14 relative off libm's near x = 26; the Numba kernel's
+``_inside_linear`` takes :math:`e_1\Phi(\zeta - k)` from ``erfcx`` instead, the same number to
+a few ulp), over whole vectors: both sides of every branch are computed, each at an argument
+where it is finite (the other side's argument replaced by a safe constant), and picked with
+``where``.  XLA's CPU compiler contracts multiply-adds into FMAs, so the results differ from
+Numba's in the last bits, and by more where a derivative is a nearly cancelling sum (σ or the
+noise scale 1e±100 times the interval): ``tests/math/test_clipped_normal_jax.py`` bounds the
+difference.
 
 Used when the reports, the bounds and ε are constants (observed data: PyMC's
-``get_jaxified_logp`` makes data constants): the reports are split at trace time into those
-inside the interval and those outside, the parameter-only terms are computed once on the
-length-1 (or per-report) parameter arrays, and reports outside the interval cost one affine
-function each.  With one parameter set in the linear-space region the bounds' own values come
-from the linear-space form too (the two bounds appended to the reports inside: a report
-outside is its bound's log density minus its distance over s, with the bound's derivatives),
-so that branch computes none of the log-space parameter terms: README model, jitted
-``value_and_grad`` of the jaxified logp, 485 -> 379 µs per call (naive model: 121 µs), one
-quiet run each.  The returned function is ``jax.jit``-ed, so that the several traces of the
-model's log density a sampler makes (initial point, warm-up, sampling) trace the kernel once:
-``pm.sample(nuts_sampler="numpyro")`` of the README model spent 1.76 CPU-s tracing it four
-times, with warm caches.  The log density is a ``jax.custom_jvp`` function of (μ, σ) whose JVP is the
-closed-form :math:`\partial/\partial\mu`, :math:`\partial/\partial\sigma`, so that a JAX
-sampler differentiating the model's log density gets those instead of differentiating the
-formulas.
+``get_jaxified_logp`` makes data constants), so that everything that depends on the data only
+is computed once, in NumPy, when the function is built.  With one parameter set (the usual
+model) in the region where the Numba kernel uses its linear-space form, every report is one
+elementwise pass in the reports' order: a report outside the interval is evaluated at its
+bound and moved by its distance from it over s (same derivatives), so that XLA emits a few
+loops over the reports and no gathers; the two normal CDFs per report are computed in one
+materialised array (``optimization_barrier``), so that the loops for the log density and its
+two derivatives do not each compute them again.  That choice is made under ``lax.cond``,
+which runs one branch; elsewhere, and with per-report parameters, the log-space forms run:
+the reports are split when the function is built into those inside the interval and those
+outside, the parameter-only terms are computed once, and reports outside the interval cost
+one affine function each.
+
+The returned function is ``jax.jit``-ed, so that the several traces of the model's log
+density a sampler makes (initial point, warm-up, sampling) trace the kernel once.  The log
+density is a ``jax.custom_jvp`` function of (μ, σ) whose JVP is the closed-form
+:math:`\partial/\partial\mu`, :math:`\partial/\partial\sigma`, computed with the value in
+one pass, so that a JAX sampler differentiating the model's log density gets those instead of
+differentiating the formulas.
 """
 
 from __future__ import annotations
@@ -54,9 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import _xla_ffi
-
-jax.config.update("jax_enable_x64", True)
+from .._jax_dispatch import require_x64
 
 _SQRT2 = math.sqrt(2.0)
 _LOG2 = math.log(2.0)
@@ -286,21 +273,22 @@ def _fast_ok(eps, q):
     )
 
 
-def _inside_linear(z, mu, sigma, a, eps, q):
-    """The Numba kernel's ``_inside_linear`` (linear-space form, no branches) over vectors."""
+def _inside_linear(ze, ea, eb, sigma, q):
+    """The Numba kernel's ``_inside_linear`` (linear-space form, no branches) over vectors:
+    ``ze`` = (z - mu) / sigma, ``ea`` = exp(-(z - a) / s), ``eb`` = exp(-eps) / ea."""
     kap, al, be, s = q["kap"], q["al"], q["be"], q["s"]
-    ze = (z - mu) / sigma
     pa, pb, ca, cb = _ndtr(jnp.stack([al, -be, al - kap, -be - kap]))
     fa = _INV_SQRT_2PI * jnp.exp(-0.5 * (al * al))
     fb = _INV_SQRT_2PI * jnp.exp(-0.5 * (be * be))
     f1 = jnp.exp(kap * (0.5 * kap - al))
     f2 = jnp.exp(kap * (0.5 * kap + be))
-    ea = jnp.exp(-(z - a) / s)
-    eb = jnp.exp(-eps) / ea
-    t3 = (f1 * ea) * (_ndtr(ze - kap) - ca)
-    t4 = (f2 * eb) * (_ndtr(-ze - kap) - cb)
-    tot = pa * ea + pb * eb + t3 + t4
+    # materialised once: without the barrier XLA computes them again in each of the loops
+    # for the three outputs (README model, value and gradient: ~600 -> ~140 us, one run each)
+    c3, c4 = lax.optimization_barrier(_ndtr(jnp.stack([ze - kap, -ze - kap])))
     phz = _INV_SQRT_2PI * jnp.exp(-0.5 * (ze * ze))
+    t3 = (f1 * ea) * (c3 - ca)
+    t4 = (f2 * eb) * (c4 - cb)
+    tot = pa * ea + pb * eb + t3 + t4
     inv = 1.0 / tot
     return (
         jnp.log(tot) - q["log_2s"],
@@ -320,67 +308,13 @@ def _outside(z, a, b, q, left):
     return pick(q["out_lp"]) - dist / q["s"] - q["log_2s"], pick(q["out_dmu"]), pick(q["out_dsig"])
 
 
-_FFI_NAME = "pymc_dpnoise_clipped_normal"
-
-
-def _load_handler():
-    """The handler's address: compiled when the package was built (:mod:`._aot`), else by
-    Numba now."""
-    from . import _aot
-
-    addr = _aot.address("clipped_normal_xla")
-    if addr is not None:
-        return addr
-    from ._clipped_normal_ffi import clipped_normal_handler
-
-    return clipped_normal_handler.address
-
-
-def reference_kernel(*args):
-    """The Numba kernel's (log p, d/dmu, d/dsigma): the precompiled entry where it is used
-    (checked at load against the just-in-time kernel's values at build time), else the
-    just-in-time kernel."""
-    from . import _aot
-
-    entry = _aot.entry_function("clipped_normal", 6, 3)
-    if entry is not None:
-        return _aot.call_entry(entry, args, 3)
-    from ._clipped_normal_kernel import _clipped_normal_kernel
-
-    return _clipped_normal_kernel(*args)
-
-
-def _ffi_self_test(name):
-    """The handler through ``ffi_call`` equals the Numba kernel on reports in all three
-    regions, per-report and length-1 parameters."""
-    z = np.array([-7.0, -1.0, -0.2, 0.4, 1.0, 30.0])
-    args = [z, np.array([0.3]), np.linspace(0.5, 2.0, 6), np.array([-1.0]), np.array([1.0])]
-    args.append(np.array([0.7]))
-    shape = jax.ShapeDtypeStruct(z.shape, jnp.float64)
-    got = _xla_ffi.run_on_cpu(jax.ffi.ffi_call(name, (shape,) * 3), *args)
-    want = reference_kernel(*args)
-    return all(np.array_equal(np.asarray(g), w) for g, w in zip(got, want, strict=True))
-
-
-def ffi_target():
-    """The name of the clipped-normal kernel's XLA custom call (CPU), or ``None`` where it is
-    not available (see :mod:`._xla_ffi`)."""
-    return _xla_ffi.register_target(_FFI_NAME, _load_handler, _ffi_self_test)
-
-
-def kernel(z, lower, upper, epsilon, grad, path="auto"):
+def kernel(z, lower, upper, epsilon, grad):
     """The JAX function of the op (``grad`` as the op's prop) for constant reports, bounds and
     epsilon (NumPy vectors of length n or 1); mu and sigma are its only traced inputs.
 
     Returns ``f(mu, sigma)``: log p per report (``grad=False``) or (log p, d/dmu, d/dsigma).
-    ``path``: ``"platform"`` runs the Numba kernel as an XLA custom call in code lowered for
-    the CPU (when :func:`ffi_target` is available) and the ``jax.numpy`` formulas in code
-    lowered for other platforms (``lax.platform_dependent``); ``"auto"`` is ``"ffi"`` when
-    JAX's default backend is the CPU, else ``"platform"``; ``"xla"`` the ``jax.numpy``
-    formulas everywhere; ``"ffi"`` the custom call (CPU only).
     """
-    if path not in ("auto", "platform", "xla", "ffi"):
-        raise ValueError(f"path: one of 'auto', 'platform', 'xla', 'ffi', got {path!r}")
+    require_x64("the clipped-normal op's JAX implementation")
     z, lower, upper, epsilon = (np.asarray(x, dtype=np.float64) for x in (z, lower, upper, epsilon))
     n = z.shape[0]
     a_n = np.broadcast_to(lower, (n,))
@@ -394,7 +328,6 @@ def kernel(z, lower, upper, epsilon, grad, path="auto"):
     identity = bool(np.array_equal(perm, np.arange(n)))
 
     z_in, z_out = z[idx_in], z[idx_out]
-    dist_out = np.where(left, a_n[idx_out] - z_out, z_out - b_n[idx_out])
 
     def _log_space(mu, sigma, a, b, eps, take):
         """(inside, outside) parts by the log-space forms (any parameters)."""
@@ -409,21 +342,39 @@ def kernel(z, lower, upper, epsilon, grad, path="auto"):
             res_out = _outside(z_out, take(a, idx_out), take(b, idx_out), qo, left)
         return res_in, res_out
 
-    def _linear_all(mu, sigma, a, b, eps):
-        """(inside, outside) parts by the linear-space form, one parameter set: the reports
-        inside and the two bounds in one vector; a report outside is its bound's value minus
-        its distance over s (same derivatives)."""
-        zx = np.concatenate([z_in, [a[0], b[0]]])
-        q = _scalars(mu, sigma, a, b, eps)
-        lp, dmu, dsig = _inside_linear(zx, mu, sigma, a, eps, q)
-        res_in = (lp[:-2], dmu[:-2], dsig[:-2]) if idx_in.size else None
-        res_out = None
-        if idx_out.size:
-            res_out = tuple(jnp.where(left, x[-2], x[-1]) for x in (lp, dmu, dsig))
-            res_out = (res_out[0] - dist_out / q["s"],) + res_out[1:]
-        return res_in, res_out
+    one_set = lower.shape[0] == upper.shape[0] == epsilon.shape[0] == 1
+    # one interval and an epsilon where the linear-space form can apply (``_fast_ok``): its
+    # data-only factors, per report in the reports' order; a report outside the interval is
+    # evaluated at its bound (``zc``) and then moved by its distance from it over s (same
+    # derivatives)
+    linear = one_set and bool(epsilon[0] <= _FAST_EPS)
+    if linear:
+        a0, b0, e0 = lower[0], upper[0], epsilon[0]
+        s0 = (b0 - a0) / e0
+        zc = np.clip(z, a0, b0)
+        shift = np.abs(z - zc) / s0
+        ea = np.exp(-(zc - a0) / s0)
+        eb = np.exp(-e0) / ea
 
-    def xla_full(mu, sigma):
+    def _linear_all(mu, sigma, a, b, eps):
+        """log p, d/dmu, d/dsigma of every report by the linear-space form (one parameter
+        set): one elementwise pass over the reports in their order, so that XLA emits one
+        loop (no gathers, no concatenation)."""
+        q = _scalars(mu, sigma, a, b, eps)
+        lp, dmu, dsig = _inside_linear((zc - mu) / sigma, ea, eb, sigma, q)
+        return lp - shift, dmu, dsig
+
+    def _assemble(res):
+        """The (inside, outside) parts of :func:`_log_space` in the reports' order."""
+        parts = [(m, r) for m, r in zip((idx_in.size, idx_out.size), res, strict=True) if m]
+        out = []
+        for k in range(3):
+            pieces = [jnp.broadcast_to(r[k], (m,)) for m, r in parts]
+            cat = jnp.concatenate(pieces) if pieces else jnp.zeros(0)
+            out.append(cat if identity else cat[inv])
+        return tuple(out)
+
+    def full(mu, sigma):
         size = max(x.shape[0] for x in (mu, sigma, lower, upper, epsilon))
         a, b, eps = (np.broadcast_to(x, (size,)) for x in (lower, upper, epsilon))
         mu, sigma = (jnp.broadcast_to(x, (size,)) for x in (mu, sigma))
@@ -431,47 +382,15 @@ def kernel(z, lower, upper, epsilon, grad, path="auto"):
         def take(x, idx):
             return x if size == 1 else x[..., idx]
 
-        if size == 1:
+        if size == 1 and linear:
             # one parameter set: under ``lax.cond`` (which runs one branch) either the
             # linear-space form for every report, or the log-space forms
-            res = lax.cond(
+            return lax.cond(
                 _fast_ok(eps, _scalars(mu, sigma, a, b, eps))[0],
                 lambda: _linear_all(mu, sigma, a, b, eps),
-                lambda: _log_space(mu, sigma, a, b, eps, take),
+                lambda: _assemble(_log_space(mu, sigma, a, b, eps, take)),
             )
-        else:
-            res = _log_space(mu, sigma, a, b, eps, take)
-        parts = [(m, r) for m, r in zip((idx_in.size, idx_out.size), res, strict=True) if m]
-        out = []
-        for k in range(3):
-            pieces = [jnp.broadcast_to(res[k], (m,)) for m, res in parts]
-            cat = jnp.concatenate(pieces) if pieces else jnp.zeros(0)
-            out.append(cat if identity else cat[inv])
-        return tuple(out)
-
-    target = None if path == "xla" else ffi_target()
-    if path == "ffi" and target is None:
-        raise RuntimeError("the clipped-normal kernel's XLA custom call is not available")
-    if target is None:
-        full = xla_full
-    else:
-        shape = jax.ShapeDtypeStruct((n,), jnp.float64)
-        call = jax.ffi.ffi_call(target, (shape,) * 3, vmap_method="sequential")
-
-        def ffi_full(mu, sigma):
-            return tuple(call(z, mu, sigma, lower, upper, epsilon))
-
-        if path == "ffi" or (path == "auto" and jax.default_backend() == "cpu"):
-            # a CPU-only JAX: no platform_dependent, whose tracing of the jax.numpy branch
-            # cost 0.43 CPU-s per process (README model; code exported from here for a GPU
-            # would then fail to load there, naming the custom call)
-            full = ffi_full
-        else:
-
-            def full(mu, sigma):
-                # the custom call is registered for the CPU only: other platforms lower the
-                # jax.numpy formulas
-                return lax.platform_dependent(mu, sigma, cpu=ffi_full, default=xla_full)
+        return _assemble(_log_space(mu, sigma, a, b, eps, take))
 
     @jax.custom_jvp
     def logp(mu, sigma):

@@ -3,8 +3,7 @@ per report, the clipped-Gaussian Laplace log density and its derivatives in μ a
 
 The formulas, their forms in each region and the measurements behind them are described in
 :mod:`pymc_dpnoise.math._clipped_normal_op`.  They live in a module of their own so that the
-op (PyTensor), its JAX implementation and the XLA custom call that runs this kernel under JAX
-(:mod:`pymc_dpnoise.math._clipped_normal_ffi`) import them without importing one another.
+op (PyTensor) and the tests import them without importing one another.
 """
 
 from __future__ import annotations
@@ -386,8 +385,7 @@ def _clipped_normal_kernel(z, mu, sigma, lower, upper, epsilon):
 
 @_helper
 def _clipped_normal_into(z, mu, sigma, lower, upper, epsilon, lp, dmu, dsig):
-    """:func:`_clipped_normal_kernel` writing into ``lp``, ``dmu``, ``dsig`` (length n): the
-    function the precompiled entry points and the XLA handler run on their buffers."""
+    """:func:`_clipped_normal_kernel` writing into ``lp``, ``dmu``, ``dsig`` (length n)."""
     n = z.shape[0]
     if mu.shape[0] == 1 and sigma.shape[0] == 1 and lower.shape[0] == 1:
         if upper.shape[0] == 1 and epsilon.shape[0] == 1:

@@ -54,12 +54,8 @@ Everything that depends on the parameters only (:math:`\log\Phi(\alpha)`, the ta
 :math:`\alpha` and :math:`-\beta`, the outside constants) is computed once per distinct
 parameter value, so reports outside the clipping interval cost one affine function each.
 
-**Compiled when the package is built.**  The Numba backend and ``perform`` call the kernel's
-C entry point compiled by the package's build hook (:mod:`pymc_dpnoise.math._aot`; the same
-numbers to the bit) where this installation has it, so that no model compiles the kernel at
-first use: README example from empty compile caches, PyMC's sampler, 8.6 -> 6.3 CPU-s
-(naive model 4.4; ``benchmarks/results/time_to_posterior.md``, rows readme-jit and readme).  Elsewhere Numba compiles the
-kernel at first use (~3 CPU-s, then from its disk cache).
+Numba compiles the kernel at its first use and keeps it in its disk cache (``cache=True``);
+``benchmarks/results/first_use_compile.md`` measures that first compile.
 
 Gradients with respect to the reports, the bounds and ε (data in every model of the
 package, but allowed to be variables) and second derivatives are taken from the PyTensor
@@ -69,13 +65,8 @@ only when such a gradient is requested.  The Python and Numba backends run the k
 On the JAX backend, when the reports, the bounds and ε are constants (observed data; PyMC's
 ``get_jaxified_logp``, which numpyro samples through, makes them constants), the op's value is
 a ``jax.custom_jvp`` function of (μ, σ) whose JVP is the closed-form pair above, so JAX never
-differentiates the formulas (:mod:`pymc_dpnoise.math._clipped_normal_jax`).  On CPU it is this
-kernel itself, called by XLA as a custom call (:mod:`pymc_dpnoise.math._xla_ffi`; the same
-numbers as the Numba backend, bit for bit); on other platforms the same formulas vectorised in
-``jax.numpy``.  README example (5,000 reports), value and gradient inside a
-``lax.while_loop`` (as in a NUTS trajectory): 46 µs per evaluation with the custom call
-against 313 µs for the ``jax.numpy`` formulas (naive model: 13), whose dozen fused loops XLA's CPU runtime
-each splits across the cores (``benchmarks/results/jax_per_gradient.md``).
+differentiates the formulas: the same formulas written in ``jax.numpy``
+(:mod:`pymc_dpnoise.math._clipped_normal_jax`).
 
 Otherwise (any of those inputs a variable, e.g. shared data compiled with ``mode="JAX"``) the
 JAX backend runs the dense PyTensor graph and JAX differentiates it, so gradients with
@@ -93,8 +84,8 @@ from pytensor.graph.op import Op
 from pytensor.graph.traversal import ancestors
 
 from .._jax_dispatch import when_jax_dispatch_loads
-from . import _aot, _simd
 from . import _clipped_normal_kernel as _kernel_module
+from . import _simd
 from ._clipped_normal_kernel import _clipped_normal_kernel
 from ._jit import njit as _njit
 from ._op_support import perform_kernel, register_numba_kernel, register_shared_kernel
@@ -144,12 +135,6 @@ class ClippedNormalLaplaceOp(Op):
         return Apply(self, inputs, [out() for _ in range(3 if self.grad else 1)])
 
     def perform(self, node, inputs, outputs):
-        entry = _aot.entry_function("clipped_normal", 6, 3)
-        if entry is not None:
-            res = _aot.call_entry(entry, inputs, 3)
-            for o, r in zip(outputs, res, strict=False):
-                o[0] = r
-            return
         perform_kernel(_clipped_normal_kernel, inputs, outputs)
 
     def infer_shape(self, node, shapes):
@@ -222,12 +207,7 @@ register_shared_kernel(ClippedNormalLaplaceOp)
 
 
 def _numba_clipped_normal(op, node):
-    # the entry compiled when the package was built, where it can be used (see ._aot);
-    # the cache key tells the two apart, so a cached graph never calls the other one
-    fn = _aot.numba_function("clipped_normal", grad=op.grad)
-    if fn is not None:
-        return fn, _aot.symbol("clipped_normal")
-    return (_clipped_normal_kernel if op.grad else _clipped_normal_value), "jit"
+    return _clipped_normal_kernel if op.grad else _clipped_normal_value
 
 
 def _register_jax():
@@ -314,7 +294,7 @@ def _register_jax():
 
 _NUMBA_REGISTERED = register_numba_kernel(
     ClippedNormalLaplaceOp,
-    [__file__, _kernel_module.__file__, _simd.__file__, _aot.__file__],
+    [__file__, _kernel_module.__file__, _simd.__file__],
     _numba_clipped_normal,
 )
 when_jax_dispatch_loads(_register_jax)  # JAX is imported only by its users

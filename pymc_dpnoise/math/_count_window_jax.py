@@ -16,9 +16,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._jax_dispatch import require_x64
 from ._special_jax import log_binom_pmf, log_poisson_pmf
-
-jax.config.update("jax_enable_x64", True)
 
 
 def _parts(family, half_width, iters, y, hi, lpar, sigma):
@@ -72,6 +71,7 @@ def _parts(family, half_width, iters, y, hi, lpar, sigma):
 def kernel(family, half_width, iters, grad):
     """The JAX function of the op: ``f(y, hi, lpar, sigma)`` -> value (``grad=False``) or
     (value, d/dy, d/dsigma, d/dlpar), each of the inputs' broadcast length."""
+    require_x64("the count-window op's JAX implementation")
 
     @jax.custom_jvp
     def value(y, hi, lpar, sigma):

@@ -10,12 +10,12 @@ PyTensor has no op for it, so this module adds one with an implementation for ev
 
 * Python / C linker: ``scipy.linalg.lapack.dpotri`` in ``perform`` (as PyTensor's own
   ``Cholesky`` does);
-* Numba: the same LAPACK routine from ``scipy.linalg.cython_lapack``, called from a jitted
-  kernel through PyTensor's cached-pointer helper (the way PyTensor calls ``potrf``);
+* Numba: the same LAPACK routine from ``scipy.linalg.cython_lapack``
+  (``numba.extending.get_cython_function_address``), registered with LLVM under a symbol name
+  and called as a ``numba.types.ExternalFunction``, so that cached code links by name;
 * JAX: ``jax.scipy.linalg.cho_solve`` against the identity.
 
-If PyTensor's private Numba helpers (``_call_cached_ptr``) move, the Numba registration is
-skipped and Numba falls back to ``perform`` (correct, slower); the tests compare every backend.
+The tests compare every backend.
 """
 
 from __future__ import annotations
@@ -160,34 +160,28 @@ def _register_jax():
         return cholesky_inverse_jax
 
 
+_POTRI_SYMBOL = "pymc_dpnoise_scipy_lapack_dpotri"
+
+
 def _register_numba():
     try:
-        import numba
-        from numba.core import types
-        from numba.core.extending import get_cython_function_address
-        from pytensor.link.numba.cache import _call_cached_ptr
+        import llvmlite.binding as llvm
+        from numba import types
+        from numba.extending import get_cython_function_address
         from pytensor.link.numba.dispatch import basic as numba_basic
         from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-    except ImportError:  # pragma: no cover - layout of PyTensor's internals changed
+    except ImportError:  # pragma: no cover - PyTensor's Numba backend unavailable
         return
 
+    # LAPACK's dpotri from SciPy's Cython table, linked by symbol name (registered with LLVM
+    # in every process that imports this module), so that a cached compiled graph never
+    # carries the address of an earlier process
     i32p = types.CPointer(types.int32)
     f64p = types.CPointer(types.float64)
-    potri_type = types.FunctionType(types.void(i32p, i32p, f64p, i32p, i32p))
-    name = "scipy.lapack.dpotri"
-
-    @numba_basic.numba_njit
-    def _potri_pointer():
-        with numba.objmode(ptr=types.intp):
-            ptr = get_cython_function_address("scipy.linalg.cython_lapack", "dpotri")
-        return ptr
-
-    @numba_basic.numba_njit
-    def _potri(uplo, n, a, lda, info):
-        fn = _call_cached_ptr(
-            get_ptr_func=_potri_pointer, func_type_ref=potri_type, unique_func_name_lit=name
-        )
-        fn(uplo, n, a, lda, info)
+    llvm.add_symbol(
+        _POTRI_SYMBOL, get_cython_function_address("scipy.linalg.cython_lapack", "dpotri")
+    )
+    _potri = types.ExternalFunction(_POTRI_SYMBOL, types.void(i32p, i32p, f64p, i32p, i32p))
 
     @register_funcify_default_op_cache_key(CholeskyInverse)
     def _numba_cholesky_inverse(op, node, **kwargs):
@@ -226,7 +220,7 @@ def _register_numba():
                             out[j, i] = v
             return out
 
-        return cholesky_inverse_numba, 4
+        return cholesky_inverse_numba, 5
 
     return True
 

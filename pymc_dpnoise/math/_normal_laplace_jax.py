@@ -12,9 +12,8 @@ import math
 import jax
 import jax.numpy as jnp
 
+from .._jax_dispatch import require_x64
 from ._clipped_normal_jax import _erfcx_parts
-
-jax.config.update("jax_enable_x64", True)
 
 _TINY_SD = 1e-150
 _LOG2 = math.log(2.0)
@@ -110,6 +109,7 @@ def _parts(y, mean, var, scale):
 
 def kernel(grad):
     """``f(value, mean, var, scale)`` -> log p (``grad=False``) or it and its derivatives."""
+    require_x64("the normal-Laplace op's JAX implementation")
 
     @jax.custom_jvp
     def value(y, mean, var, scale):

@@ -68,10 +68,7 @@ def register_numba_kernel(op_type: type, sources, make: Callable) -> bool:
     implementation in PyTensor's Numba backend.  PyTensor caches compiled graphs by op type
     and props: the cache key also carries a hash of ``sources`` (the file, or the files, whose
     code the kernel compiles: the op's module and the kernel modules it calls), so that a
-    changed kernel is never served from an old cache.  ``make`` may also return
-    ``(function, variant)``, a string that then enters the key: e.g. the external symbol of a
-    kernel compiled when the package was built, or ``"jit"`` (:mod:`._aot`), so that a graph
-    compiled against one is never loaded where the other runs."""
+    changed kernel is never served from an old cache."""
     try:
         from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
     except ImportError:  # pragma: no cover
@@ -83,13 +80,7 @@ def register_numba_kernel(op_type: type, sources, make: Callable) -> bool:
 
     @register_funcify_default_op_cache_key(op_type)
     def _funcify(op, node, **kwargs):
-        made = make(op, node)
-        if not isinstance(made, tuple):
-            return made, version
-        # (function, variant): e.g. a precompiled entry or the just-in-time kernel (._aot)
-        fn, variant = made
-        salt = hashlib.sha256(f"{digest}:{variant}".encode()).hexdigest()
-        return fn, int(salt[:12], 16)
+        return make(op, node), version
 
     return True
 

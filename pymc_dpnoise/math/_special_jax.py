@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import gammaln
 
-jax.config.update("jax_enable_x64", True)
+from .._jax_dispatch import require_x64
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _FPMIN = 1e-300
@@ -245,6 +245,7 @@ def _derivative(kind, args, r):
 def differentiable(kind):
     """The kernel with a ``custom_jvp`` (JAX cannot differentiate its ``while_loop``s; the
     numpyro sampler differentiates the JAX graph itself, not PyTensor's gradient graph)."""
+    require_x64("the count log-pmf ops' JAX implementation")
     kernel = _KERNELS[kind]
 
     # inputs of length 1 (a parameter against a grid) are repeated, as by the Numba kernel;

@@ -10,9 +10,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
+from .._jax_dispatch import require_x64
 from ._special_jax import log_poisson_pmf
-
-jax.config.update("jax_enable_x64", True)
 
 
 def _parts(terms, mu, lower, upper):
@@ -40,6 +39,7 @@ def _parts(terms, mu, lower, upper):
 def kernel(terms, grad):
     """``f(mu, lower, upper)`` -> (log q, mean, var) (``grad=False``) or those and their
     derivatives in mu."""
+    require_x64("the truncated-Poisson moments op's JAX implementation")
 
     @jax.custom_jvp
     def values(mu, lower, upper):
