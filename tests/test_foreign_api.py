@@ -23,10 +23,6 @@ ALLOWED = {
     ("pymc.distributions.distribution", "_support_point"): (
         "PyMC's documented dispatch registry for the initial point"
     ),
-    ("pytensor.link.numba.cache", "_call_cached_ptr"): (
-        "PyTensor's only way to call a cached C function pointer (LAPACK potri) from Numba; "
-        "math/_linalg.py falls back to perform() if it moves"
-    ),
     ("argparse", "_SubParsersAction"): (
         "argparse has no public name for the action add_subparsers() returns (isinstance check)"
     ),
