@@ -336,7 +336,7 @@ def m_clamped_binomial(n, rng):
     z = np.clip(rng.binomial(n, 0.3) + laplace(rng, 1.0 / 0.7), 0, n)
     with pm.Model() as m:
         p = pm.Beta("p", 1.0, 1.0)
-        pmd.ClampedLaplaceNoisyBinomial("y", n=n, p=p, epsilon=0.7, observed=np.array([z]))
+        pmd.LaplaceNoisyBinomial("y", n=n, p=p, epsilon=0.7, clamp=True, observed=np.array([z]))
     return m
 
 

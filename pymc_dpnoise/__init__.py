@@ -71,7 +71,6 @@ _DISTRIBUTIONS = (
 
 _OTHER = {
     # building blocks that error messages point to (the latent-given forms of the helpers)
-    "ClampedLaplaceNoisyBinomial": ".distributions.counts",
     "LaplaceNoisyMultinomialGivenCounts": ".distributions.expfam",
     "LaplaceNoisyMultinomialGivenNoiseVar": ".distributions.expfam",
     "LaplaceNoisyTruncatedNormalGivenSum": ".distributions.expfam_normal",

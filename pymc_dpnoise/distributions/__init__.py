@@ -30,7 +30,7 @@ from .clipped import (
     LaplacePerturbedClippedNormal,
     LaplacePerturbedClippedNormalSummary,
 )
-from .counts import ClampedLaplaceNoisyBinomial, LaplaceNoisyBinomial, LaplaceNoisyPoisson
+from .counts import LaplaceNoisyBinomial, LaplaceNoisyPoisson
 from .expfam import (
     GaussianNoisyMultinomial,
     GaussianNoisyTruncatedExponential,

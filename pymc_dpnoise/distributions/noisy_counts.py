@@ -1,10 +1,14 @@
 """Counts released with any noise of :mod:`pymc_dpnoise.noise`, clamped or not (exact likelihoods).
 
-``NoisyBinomial`` and ``NoisyPoisson`` dispatch on the noise spec to one class per noise kind
-(the graph of the likelihood and of the draws differs by kind; the integer kinds are
-:class:`~pymc.distributions.distribution.Discrete` with integer-valued draws, in float64:
-``REPORT_DTYPE`` of :mod:`pymc_dpnoise.distributions._common`).  The math is
-:mod:`pymc_dpnoise.math.noisy_counts`.
+``NoisyBinomial`` and ``NoisyPoisson`` are one distribution each, whatever the noise: the
+random variable's op carries the noise spec's *type* (its kind: the class whose methods give
+the log pmf / pdf, CDFs, draws and count convolution), and the spec's parameter is an input of
+the graph like ``n`` and ``p``.  The type is a property of the op rather than a symbolic input
+because it chooses the graph itself (which sums, which sampler), which no tensor can; keeping
+the parameter symbolic lets PyMC resize, rebuild and replace the variable as any other
+(``pm.logp``, draws on every backend, ``pm.sample_posterior_predictive``).  Releases of the
+integer kinds are integer valued, in float64 (``REPORT_DTYPE`` of
+:mod:`pymc_dpnoise.distributions._common`).  The math is :mod:`pymc_dpnoise.math.noisy_counts`.
 """
 
 from __future__ import annotations
@@ -12,12 +16,17 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
-from pymc.distributions.distribution import Continuous, Discrete, SymbolicRandomVariable
-from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.tensor.random.basic import binomial, exponential, laplace, normal, poisson, uniform
+from pymc.distributions.distribution import (
+    Distribution,
+    SymbolicRandomVariable,
+    _support_point,
+)
+from pymc.distributions.shape_utils import maybe_resize, rv_size_is_none
+from pymc.logprob.abstract import _logccdf, _logcdf, _logprob
+from pytensor.tensor.random.basic import binomial, poisson
 
 from .. import noise as noise_mod
-from .._validation import check_required, check_shapes, constant_value
+from .._validation import check_finite, check_required, check_shapes, constant_value
 from ..math import noisy_counts as ncm
 from ._common import (
     REPORT_DTYPE,
@@ -29,90 +38,109 @@ from ._common import (
     _ninf_where_not,
     _refuse,
     _rv_inputs,
-    _rv_node,
     _to_floatx,
 )
-from .counts import MAX_N, _check_count, _check_nonnegative, _check_probability
 
 __all__ = ["NoisyBinomial", "NoisyPoisson"]
 
-#: proposals per discrete-Gaussian draw in the symbolic sampler (module docstring of
-#: :mod:`pymc_dpnoise.noise`): the acceptance probability of Canonne, Kamath & Steinke's
-#: sampler is above 0.44 for every sigma in [1e-3, 1e4] (lowest near sigma = 1), so no
-#: proposal is accepted with probability below 0.56^96 < 1e-24 per draw
-#: (tests/distributions/test_noisy_counts.py checks the bound); the NumPy mechanism loops until acceptance.
-DG_PROPOSALS = 96
 _HUGE = np.float64(1e300)
 
+#: largest number of records: integers above 2^53 are not exact in double precision
+MAX_N = float(2**53)
+
+
+def _check_constant(name, value, bad, what):
+    """Refuse a missing ``value``, or a constant one that is not finite or where
+    ``bad(value)``, naming it."""
+    check_required(**{name: value})
+    v = constant_value(value, name)
+    if v is None:
+        return
+    check_finite(name, v)
+    mask = bad(v)
+    if np.any(mask):
+        raise ValueError(f"`{name}` must be {what}; got {v[mask].ravel()[:5]}")
+
+
+def _check_probability(name, value):
+    _check_constant(name, value, lambda v: (v < 0) | (v > 1), "in [0, 1]")
+
+
+def _check_count(name, value):
+    bad = lambda v: (v < 0) | (v != np.floor(v)) | (v > MAX_N)  # noqa: E731
+    _check_constant(name, value, bad, "a non-negative integer <= 2^53")
+
+
+def _check_nonnegative(name, value):
+    _check_constant(name, value, lambda v: v < 0, ">= 0")
+
 
 # --------------------------------------------------------------------------------------------
-# Symbolic noise draws (every backend)
+# Random variables: one op class per count family, the noise type an attribute of the op
 # --------------------------------------------------------------------------------------------
 
 
-def _dl_draw(scale, size, rng):
-    """Discrete Laplace: floor(E1) - floor(E2), E ~ Exponential(scale) (each floor is
-    geometric with P(g) = (1 - a) a^g, a = e^{-1/scale})."""
-    rng, e1 = exponential(scale, size=size, rng=rng, return_next_rng=True)
-    rng, e2 = exponential(scale, size=size, rng=rng, return_next_rng=True)
-    return rng, pt.floor(e1) - pt.floor(e2)
+class _NoisyCountRV(SymbolicRandomVariable):
+    """Draws ``clamp(count + noise, lower, upper)``; ``noise_type`` (a subclass of
+    :class:`pymc_dpnoise.noise.Noise`) gives the noise's symbolic sampler."""
+
+    _title: str
+
+    def __init__(self, *args, noise_type, **kwargs):
+        self.noise_type = noise_type
+        # printed as the papers name the model: LaplaceNoisyBinomial, DiscreteGaussianNoisy...
+        title = f"{noise_type.__name__}{self._title}"
+        self._print_name = (title, f"\\operatorname{{{title}}}")
+        super().__init__(*args, **kwargs)
+
+    def __eq__(self, other):
+        return super().__eq__(other) and self.noise_type is other.noise_type
+
+    def __hash__(self):
+        return hash((super().__hash__(), self.noise_type))
+
+    def __str__(self):
+        return f"{self._title}{{{self.noise_type.__name__}}}"
+
+    def rebuild_rv(self, *args, **kwargs):
+        return self.rv_op(*args, noise_type=self.noise_type, **kwargs)
+
+    @classmethod
+    def _count_draw(cls, params, size, rng):
+        raise NotImplementedError
+
+    @classmethod
+    def rv_op(cls, *params, noise_type, size=None, rng=None):
+        size, rng, *params = _rv_inputs(cls, size, rng, *params)
+        rng_next, s = cls._count_draw(params, size, rng)
+        *_, param, lower, upper = params
+        final_rng, noise = noise_type.pytensor_draw(param, size, rng_next)
+        y = pt.clip(pt.cast(s, "float64") + noise, lower, upper)
+        y = pt.cast(y, REPORT_DTYPE) if noise_type.discrete else _to_floatx(y)
+        op = cls(inputs=[rng, size, *params], outputs=[final_rng, y], noise_type=noise_type)
+        return op(rng, size, *params)
 
 
-def _noise_draw(kind, param, size, rng):
-    if kind == "laplace":
-        return laplace(0.0, param, size=size, rng=rng, return_next_rng=True)
-    if kind == "gaussian":
-        return normal(0.0, param, size=size, rng=rng, return_next_rng=True)
-    if kind == "rounded_laplace":
-        rng, x = laplace(0.0, param, size=size, rng=rng, return_next_rng=True)
-        return rng, pt.round(x)
-    if kind == "discrete_laplace":
-        return _dl_draw(param, size, rng)
-    # discrete Gaussian: CKS rejection from DL(t), t = floor(sigma) + 1, DG_PROPOSALS at once
-    sigma = pt.broadcast_to(param, size)
-    t = pt.floor(sigma) + 1.0
-    k_size = pt.concatenate([pt.as_tensor(size, dtype="int64"), [DG_PROPOSALS]])
-    rng, y = _dl_draw(t[..., None], k_size, rng)
-    rng, u = uniform(0.0, 1.0, size=k_size, rng=rng, return_next_rng=True)
-    s = sigma[..., None]
-    accept = u < pt.exp(-((pt.abs(y) - s**2 / t[..., None]) ** 2) / (2.0 * s**2))
-    first = pt.argmax(accept, axis=-1, keepdims=True)
-    return rng, pt.take_along_axis(y, first, axis=-1)[..., 0]
+class NoisyBinomialRV(_NoisyCountRV):
+    name = "noisy_binomial"
+    _title = "NoisyBinomial"
+    extended_signature = "[rng],[size],(),(),(),(),()->[rng],()"
+
+    @classmethod
+    def _count_draw(cls, params, size, rng):
+        n, p = params[:2]
+        n_int = pt.cast(pt.round(n), "int64")
+        return binomial(n_int, p, size=size, rng=rng, return_next_rng=True)
 
 
-def _clamp(y, lower, upper):
-    return pt.clip(y, lower, upper)
+class NoisyPoissonRV(_NoisyCountRV):
+    name = "noisy_poisson"
+    _title = "NoisyPoisson"
+    extended_signature = "[rng],[size],(),(),(),()->[rng],()"
 
-
-def _make_rv(family, kind):
-    discrete = kind in ncm.DISCRETE
-    nparams = 5 if family == "binomial" else 4
-    sig = ",".join(["()"] * nparams)
-    title = "NoisyBinomial" if family == "binomial" else "NoisyPoisson"
-
-    class _RV(SymbolicRandomVariable):
-        name = f"noisy_{family}_{kind}"
-        extended_signature = f"[rng],[size],{sig}->[rng],()"
-        _print_name = (title, f"\\operatorname{{{title}}}")
-
-        @classmethod
-        def rv_op(cls, *params, size=None, rng=None):
-            size, rng, *params = _rv_inputs(cls, size, rng, *params)
-            if family == "binomial":
-                n, p, param, lower, upper = params
-                rng_next, s = binomial(
-                    pt.cast(pt.round(n), "int64"), p, size=size, rng=rng, return_next_rng=True
-                )
-            else:
-                mu, param, lower, upper = params
-                rng_next, s = poisson(mu, size=size, rng=rng, return_next_rng=True)
-            final_rng, noise = _noise_draw(kind, param, size, rng_next)
-            y = _clamp(pt.cast(s, "float64") + noise, lower, upper)
-            y = pt.cast(y, REPORT_DTYPE) if discrete else _to_floatx(y)
-            return _rv_node(cls, rng, size, params, final_rng, y)
-
-    _RV.__name__ = _RV.__qualname__ = f"{title}{kind.title().replace('_', '')}RV"
-    return _RV
+    @classmethod
+    def _count_draw(cls, params, size, rng):
+        return poisson(params[0], size=size, rng=rng, return_next_rng=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,8 +165,11 @@ def _check_bounds(lower, upper, discrete):
     _check_bound("upper", upper, discrete)
     lo = constant_value(lower) if lower is not None else None
     hi = constant_value(upper) if upper is not None else None
-    if lo is not None and hi is not None and np.any(lo >= hi):
-        raise ValueError(f"`lower` must be below `upper`; got lower={lo}, upper={hi}")
+    if lo is not None and hi is not None and np.any(lo > hi):
+        raise ValueError(
+            f"`lower` must be at most `upper` (equal: the release is that value); got "
+            f"lower={lo}, upper={hi}"
+        )
 
 
 def _bound(value, default):
@@ -170,7 +201,7 @@ def _check_value(value, discrete):
 # --------------------------------------------------------------------------------------------
 
 
-def _support_point(center, lower, upper, size, discrete, *others):
+def _support_point_value(center, lower, upper, size, discrete, *others):
     point = pt.clip(center, lower, upper)
     point = pt.clip(point, pt.maximum(lower, -_HUGE), pt.minimum(upper, _HUGE))
     if discrete:
@@ -191,9 +222,9 @@ def _binomial_checks(res, n, p, param, lower, upper):
         p >= 0,
         p <= 1,
         param > 0,
-        pt.all(lower < upper),
+        pt.all(lower <= upper),
         msg="finite parameters, n integer in [0, 2^53], 0 <= p <= 1, noise parameter > 0, "
-        "lower < upper",
+        "lower <= upper",
     )
 
 
@@ -203,95 +234,79 @@ def _poisson_checks(res, mu, param, lower, upper):
         *_all_finite(mu, param),
         mu >= 0,
         param > 0,
-        pt.all(lower < upper),
-        msg="finite parameters, mu >= 0, noise parameter > 0, lower < upper",
+        pt.all(lower <= upper),
+        msg="finite parameters, mu >= 0, noise parameter > 0, lower <= upper",
     )
 
 
-def _kind_class(family, kind):
-    discrete = kind in ncm.DISCRETE
-    base = Discrete if discrete else Continuous
-    rv = _make_rv(family, kind)
-    title = "NoisyBinomial" if family == "binomial" else "NoisyPoisson"
-    dtype_cast = (lambda x: x) if discrete else _to_floatx
+def _binomial_logp(noise, value, n, p, param, lower, upper):
+    _check_value_batch(value, 0, n=(n, 0), p=(p, 0), noise=(param, 0))
+    finite, safe = _check_value(value, noise.discrete)
+    lo, hi = _clamp_args(lower, upper)
+    res = ncm.noisy_binomial_logp(safe, n, p, noise, param, lo, hi)
+    return _binomial_checks(_ninf_where_not(finite, res), n, p, param, lower, upper)
 
-    if family == "binomial":
 
-        def logp(value, n, p, param, lower, upper):
-            _check_value_batch(value, 0, **{k: (v, 0) for k, v in dict(n=n, p=p).items()})
-            finite, safe = _check_value(value, discrete)
-            lo, hi = _clamp_args(lower, upper)
-            res = ncm.noisy_binomial_logp(safe, n, p, kind, param, lo, hi)
-            res = _ninf_where_not(finite, res)
-            return dtype_cast(_binomial_checks(res, n, p, param, lower, upper))
-
-        def _cdfs(value, n, p, param, lower, upper, tail):
-            lo, hi = _clamp_args(lower, upper)
-            res = _cdf_of_value(
-                value,
-                lambda v: ncm.noisy_binomial_log_cdfs(v, n, p, kind, param, lo, hi)[int(tail)],
-                tail=tail,
-            )
-            return dtype_cast(_binomial_checks(res, n, p, param, lower, upper))
-
-        def support_point(rv, size, n, p, param, lower, upper):
-            return _support_point(n * p, lower, upper, size, discrete, param)
-
-    else:
-
-        def logp(value, mu, param, lower, upper):
-            _check_value_batch(value, 0, mu=(mu, 0))
-            finite, safe = _check_value(value, discrete)
-            lo, hi = _clamp_args(lower, upper)
-            res = ncm.noisy_poisson_logp(safe, mu, kind, param, lo, hi)
-            res = _ninf_where_not(finite, res)
-            return dtype_cast(_poisson_checks(res, mu, param, lower, upper))
-
-        def _cdfs(value, mu, param, lower, upper, tail):
-            lo, hi = _clamp_args(lower, upper)
-            res = _cdf_of_value(
-                value,
-                lambda v: ncm.noisy_poisson_log_cdfs(v, mu, kind, param, lo, hi)[int(tail)],
-                tail=tail,
-            )
-            return dtype_cast(_poisson_checks(res, mu, param, lower, upper))
-
-        def support_point(rv, size, mu, param, lower, upper):
-            return _support_point(mu, lower, upper, size, discrete, param)
-
-    def logcdf(value, *params):
-        return _cdfs(value, *params, tail=False)
-
-    def logccdf(value, *params):
-        return _cdfs(value, *params, tail=True)
-
-    def dist(cls, *params, **kwargs):
-        return base.dist.__func__(cls, list(params), **kwargs)
-
-    body = dict(
-        dist=classmethod(dist),
-        rv_type=rv,
-        rv_op=rv.rv_op,
-        logp=logp,
-        logcdf=logcdf,
-        logccdf=logccdf,
-        support_point=support_point,
-        icdf=_refuse(title, "icdf", "the CDF has no closed-form inverse"),
-        __doc__=f"{title} with {kind.replace('_', ' ')} noise (created by {title}).",
-        _family=family,
-        _kind=kind,
+def _binomial_cdf(noise, value, n, p, param, lower, upper, tail):
+    lo, hi = _clamp_args(lower, upper)
+    res = _cdf_of_value(
+        value,
+        lambda v: ncm.noisy_binomial_log_cdfs(v, n, p, noise, param, lo, hi)[int(tail)],
+        tail=tail,
     )
-    name = f"{title}{kind.title().replace('_', '')}"
-    cls = type(name, (base,), body)
-    cls.__module__ = __name__
-    return cls
+    return _binomial_checks(res, n, p, param, lower, upper)
 
 
-_CLASSES = {
-    (family, kind): _kind_class(family, kind)
-    for family in ("binomial", "poisson")
-    for kind in ncm.KINDS
-}
+def _poisson_logp(noise, value, mu, param, lower, upper):
+    _check_value_batch(value, 0, mu=(mu, 0), noise=(param, 0))
+    finite, safe = _check_value(value, noise.discrete)
+    lo, hi = _clamp_args(lower, upper)
+    res = ncm.noisy_poisson_logp(safe, mu, noise, param, lo, hi)
+    return _poisson_checks(_ninf_where_not(finite, res), mu, param, lower, upper)
+
+
+def _poisson_cdf(noise, value, mu, param, lower, upper, tail):
+    lo, hi = _clamp_args(lower, upper)
+    res = _cdf_of_value(
+        value,
+        lambda v: ncm.noisy_poisson_log_cdfs(v, mu, noise, param, lo, hi)[int(tail)],
+        tail=tail,
+    )
+    return _poisson_checks(res, mu, param, lower, upper)
+
+
+def _out(noise, x):
+    return x if noise.discrete else _to_floatx(x)
+
+
+def _register(rv_type, logp_fn, cdf_fn, center):
+    """PyMC's dispatch for ``rv_type``: every function reads the noise type off the op."""
+
+    @_logprob.register(rv_type)
+    def _logp(op, values, rng, size, *params, **kwargs):
+        [value] = values
+        return maybe_resize(_out(op.noise_type, logp_fn(op.noise_type, value, *params)), size)
+
+    @_logcdf.register(rv_type)
+    def _logcdf_(op, value, rng, size, *params, **kwargs):
+        res = cdf_fn(op.noise_type, value, *params, tail=False)
+        return maybe_resize(_out(op.noise_type, res), size)
+
+    @_logccdf.register(rv_type)
+    def _logccdf_(op, value, rng, size, *params, **kwargs):
+        res = cdf_fn(op.noise_type, value, *params, tail=True)
+        return maybe_resize(_out(op.noise_type, res), size)
+
+    @_support_point.register(rv_type)
+    def _support_point_(op, rv, rng, size, *params):
+        *_, param, lower, upper = params
+        return _support_point_value(
+            center(*params), lower, upper, size, op.noise_type.discrete, param
+        )
+
+
+_register(NoisyBinomialRV, _binomial_logp, _binomial_cdf, lambda n, p, *_: n * p)
+_register(NoisyPoissonRV, _poisson_logp, _poisson_cdf, lambda mu, *_: mu)
 
 
 def _validate_common(noise, lower, upper, name=None):
@@ -315,13 +330,11 @@ def _check_inside_clamp(name, obs, lower, upper):
         )
 
 
-class _NoisyCount:
-    """Dispatch on the noise spec (see :class:`NoisyBinomial`)."""
-
-    _family: str
+class _NoisyCount(Distribution):
+    """One distribution whatever the noise (see :class:`NoisyBinomial`)."""
 
     def __new__(cls, name, *args, observed=None, **kwargs):
-        args, kwargs, spec = cls._split(args, kwargs)
+        params, _, spec = cls._split(args, dict(kwargs))
         _check_observed(name, observed)
         obs = None
         if observed is not None:
@@ -332,14 +345,13 @@ class _NoisyCount:
                 "noise (an integer count plus integer noise)"
             )
         if obs is not None:
-            _check_inside_clamp(name, obs, *args[-2:])
-        target = _CLASSES[(cls._family, spec.kind)]
-        return target(name, *args, observed=observed, **kwargs)
+            _check_inside_clamp(name, obs, *params[-2:])
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
     def dist(cls, *args, **kwargs):
         args, kwargs, spec = cls._split(args, kwargs)
-        return _CLASSES[(cls._family, spec.kind)].dist(*args, **kwargs)
+        return super().dist(args, noise_type=type(spec), **kwargs)
 
 
 class NoisyBinomial(_NoisyCount):
@@ -403,7 +415,9 @@ class NoisyBinomial(_NoisyCount):
     True
     """
 
-    _family = "binomial"
+    rv_type = NoisyBinomialRV
+    rv_op = NoisyBinomialRV.rv_op
+    icdf = _refuse("NoisyBinomial", "icdf", "the CDF has no closed-form inverse")
 
     @staticmethod
     def _split(args, kwargs):
@@ -459,7 +473,9 @@ class NoisyPoisson(_NoisyCount):
     True
     """
 
-    _family = "poisson"
+    rv_type = NoisyPoissonRV
+    rv_op = NoisyPoissonRV.rv_op
+    icdf = _refuse("NoisyPoisson", "icdf", "the CDF has no closed-form inverse")
 
     @staticmethod
     def _split(args, kwargs):
@@ -480,8 +496,9 @@ class NoisyPoisson(_NoisyCount):
 
 
 def noise_of(rv):
-    """The noise kind (``str``) of a ``NoisyBinomial`` / ``NoisyPoisson`` variable."""
-    for (_, kind), cls in _CLASSES.items():
-        if isinstance(rv.owner.op, cls.rv_type):
-            return kind
-    raise TypeError("not a NoisyBinomial / NoisyPoisson variable")
+    """The noise type (a subclass of :class:`pymc_dpnoise.noise.Noise`) of a ``NoisyBinomial`` /
+    ``NoisyPoisson`` variable."""
+    op = getattr(getattr(rv, "owner", None), "op", None)
+    if not isinstance(op, _NoisyCountRV):
+        raise TypeError("not a NoisyBinomial / NoisyPoisson variable")
+    return op.noise_type

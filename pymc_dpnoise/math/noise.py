@@ -1,10 +1,12 @@
-r"""Log pmf / pdf and log CDF of the noise kinds of :mod:`pymc_dpnoise.noise`, in PyTensor.
+r"""Log pmf / pdf and log CDF of the noise specs of :mod:`pymc_dpnoise.noise`, in PyTensor.
 
-Kinds: ``"laplace"`` (scale :math:`b`), ``"discrete_laplace"`` (:math:`P(k) =
-\tanh(1/2b)\,e^{-|k|/b}`), ``"rounded_laplace"`` (:math:`P(j) = \sinh(1/2b)\,e^{-|j|/b}`,
-:math:`j \ne 0`; :math:`1 - e^{-1/2b}` at 0), ``"gaussian"`` and ``"discrete_gaussian"``
-(:math:`P(k) = e^{-k^2/2\sigma^2}/Z(\sigma)`).  The derivations are in the docstring of
-:mod:`pymc_dpnoise.noise`.  The discrete kinds give :math:`-\infty` off the integers.
+One function per noise spec and quantity (the specs' methods call them): the continuous
+Laplace (scale :math:`b`), the discrete Laplace (:math:`P(k) = \tanh(1/2b)\,e^{-|k|/b}`), the
+rounded Laplace (:math:`P(j) = \sinh(1/2b)\,e^{-|j|/b}`, :math:`j \ne 0`; :math:`1 - e^{-1/2b}`
+at 0), the Gaussian and the discrete Gaussian (:math:`P(k) = e^{-k^2/2\sigma^2}/Z(\sigma)`).
+The derivations are in the docstring of :mod:`pymc_dpnoise.noise`.  The pmfs give
+:math:`-\infty` off the integers; the CDFs of the integer kinds are taken at
+:math:`\lfloor x\rfloor`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,23 @@ from pytensor.graph.traversal import graph_inputs
 from .._validation import constant_value
 
 __all__ = [
+    "discrete_gaussian_logcdf",
+    "discrete_gaussian_logpmf",
+    "discrete_laplace_logcdf",
+    "discrete_laplace_logpmf",
+    "gaussian_logcdf",
+    "gaussian_logpdf",
+    "laplace_logcdf",
+    "laplace_logpdf",
     "log_dg_tail",
     "log_ndtr",
     "log_sinh",
     "log_tanh",
     "log_z_discrete_gaussian",
-    "noise_logcdf",
-    "noise_logp",
+    "off_integers",
+    "rounded_laplace_logcdf",
+    "rounded_laplace_logpmf",
+    "static_param",
 ]
 
 _LOG2 = np.float64(math.log(2.0))
@@ -81,23 +93,40 @@ def _is_integer(x):
     return pt.eq(x, pt.round(x))
 
 
-def noise_logp(kind, x, param):
-    """Log pmf (discrete kinds) or log pdf of the noise ``kind`` at ``x``."""
-    x, p = _f64(x), _f64(param)
-    if kind == "laplace":
-        return -pt.abs(x) / p - pt.log(2.0 * p)
-    if kind == "gaussian":
-        return -0.5 * (x / p) ** 2 - pt.log(p) - _LOG_SQRT_2PI
-    if kind == "discrete_laplace":
-        res = log_tanh(0.5 / p) - pt.abs(x) / p
-    elif kind == "rounded_laplace":
-        h = 0.5 / p
-        res = pt.switch(pt.eq(x, 0.0), pt.log1mexp(-h), log_sinh(h) - pt.abs(x) / p)
-    elif kind == "discrete_gaussian":
-        res = -0.5 * (x / p) ** 2 - log_z_discrete_gaussian(p)
-    else:
-        raise ValueError(f"unknown noise kind {kind!r}")
+def off_integers(x, res):
+    """``res`` where ``x`` is an integer, else :math:`-\\infty` (a pmf off its support)."""
     return pt.switch(_is_integer(x), res, -np.inf)
+
+
+def laplace_logpdf(x, b):
+    """Log density of Laplace noise of scale ``b``."""
+    x, b = _f64(x), _f64(b)
+    return -pt.abs(x) / b - pt.log(2.0 * b)
+
+
+def gaussian_logpdf(x, sigma):
+    """Log density of :math:`\\mathcal N(0, \\sigma^2)` noise."""
+    x, s = _f64(x), _f64(sigma)
+    return -0.5 * (x / s) ** 2 - pt.log(s) - _LOG_SQRT_2PI
+
+
+def discrete_laplace_logpmf(x, b):
+    """Log pmf of discrete Laplace noise of scale ``b``."""
+    x, b = _f64(x), _f64(b)
+    return off_integers(x, log_tanh(0.5 / b) - pt.abs(x) / b)
+
+
+def rounded_laplace_logpmf(x, b):
+    """Log pmf of Laplace noise of scale ``b`` rounded to the nearest integer."""
+    x, b = _f64(x), _f64(b)
+    h = 0.5 / b
+    return off_integers(x, pt.switch(pt.eq(x, 0.0), pt.log1mexp(-h), log_sinh(h) - pt.abs(x) / b))
+
+
+def discrete_gaussian_logpmf(x, sigma):
+    """Log pmf of discrete Gaussian noise of parameter ``sigma``."""
+    x, s = _f64(x), _f64(sigma)
+    return off_integers(x, -0.5 * (x / s) ** 2 - log_z_discrete_gaussian(s))
 
 
 def _laplace_logcdf(x, b):
@@ -127,14 +156,20 @@ def known_value(x):
     return None
 
 
-def _static_sigma_max(param, what):
+def static_param(param, what, name="sigma"):
+    """The value of a noise parameter that sizes a sum when the graph is built (a float64
+    array); a clear error naming it if it is symbolic."""
     v = known_value(param)
     if v is None:
         raise ValueError(
-            f"{what} needs a constant `sigma` (its sums are sized from sigma when the graph is "
+            f"{what} needs a constant `{name}` (its sums are sized from it when the graph is "
             "built); got a symbolic value"
         )
-    return float(np.max(v))
+    return np.asarray(v, dtype="float64")
+
+
+def _static_sigma_max(param, what):
+    return float(np.max(static_param(param, what)))
 
 
 def log_dg_tail(j, sigma, sigma_max, min_abs=1.0):
@@ -205,26 +240,39 @@ def log_dg_tail(j, sigma, sigma_max, min_abs=1.0):
     return pt.switch(use_em, em, direct)
 
 
-def noise_logcdf(kind, x, param):
-    r""":math:`\log P(N \le x)` of the noise ``kind`` (for the discrete kinds at :math:`\lfloor x\rfloor`)."""
-    x, p = _f64(x), _f64(param)
-    if kind == "laplace":
-        return _laplace_logcdf(x, p)
-    if kind == "gaussian":
-        return log_ndtr(x / p)
-    k = pt.floor(x)
-    if kind == "rounded_laplace":
-        return _laplace_logcdf(k + 0.5, p)
-    if kind == "discrete_laplace":
-        # k < 0: a^{|k|}/(1+a); k >= 0: 1 - a^{k+1}/(1+a), a = e^{-1/b}
-        log1pa = pt.softplus(-1.0 / p)
-        neg = pt.minimum(k, 0.0)
-        pos = pt.maximum(k, 0.0)
-        return pt.switch(k < 0.0, neg / p - log1pa, pt.log1mexp(-(pos + 1.0) / p - log1pa))
-    if kind == "discrete_gaussian":
-        sigma_max = _static_sigma_max(param, "the discrete Gaussian CDF")
-        # P(N <= j) for j = min(k, -k-1) <= -1, then the complement where k >= 0
-        j = pt.minimum(k, -k - 1.0)
-        tail = log_dg_tail(j, p, sigma_max) - log_z_discrete_gaussian(p)
-        return pt.switch(k < 0.0, tail, pt.log1mexp(pt.minimum(tail, _TINY)))
-    raise ValueError(f"unknown noise kind {kind!r}")
+def laplace_logcdf(x, b):
+    """:math:`\\log P(N \\le x)` of Laplace noise of scale ``b``."""
+    return _laplace_logcdf(_f64(x), _f64(b))
+
+
+def gaussian_logcdf(x, sigma):
+    """:math:`\\log P(N \\le x)` of :math:`\\mathcal N(0, \\sigma^2)` noise."""
+    return log_ndtr(_f64(x) / _f64(sigma))
+
+
+def rounded_laplace_logcdf(x, b):
+    """:math:`\\log P(N \\le \\lfloor x\\rfloor)` of rounded Laplace noise: the Laplace CDF at
+    :math:`\\lfloor x\\rfloor + \\tfrac12`."""
+    return _laplace_logcdf(pt.floor(_f64(x)) + 0.5, _f64(b))
+
+
+def discrete_laplace_logcdf(x, b):
+    """:math:`\\log P(N \\le k)`, :math:`k = \\lfloor x\\rfloor`, of discrete Laplace noise:
+    :math:`a^{|k|}/(1+a)` for :math:`k < 0`, :math:`1 - a^{k+1}/(1+a)` for :math:`k \\ge 0`,
+    :math:`a = e^{-1/b}`."""
+    k, p = pt.floor(_f64(x)), _f64(b)
+    log1pa = pt.softplus(-1.0 / p)
+    neg = pt.minimum(k, 0.0)
+    pos = pt.maximum(k, 0.0)
+    return pt.switch(k < 0.0, neg / p - log1pa, pt.log1mexp(-(pos + 1.0) / p - log1pa))
+
+
+def discrete_gaussian_logcdf(x, sigma):
+    """:math:`\\log P(N \\le \\lfloor x\\rfloor)` of discrete Gaussian noise (``sigma`` a
+    constant: the tail sum is sized from it)."""
+    k, p = pt.floor(_f64(x)), _f64(sigma)
+    sigma_max = _static_sigma_max(sigma, "the discrete Gaussian CDF")
+    # P(N <= j) for j = min(k, -k-1) <= -1, then the complement where k >= 0
+    j = pt.minimum(k, -k - 1.0)
+    tail = log_dg_tail(j, p, sigma_max) - log_z_discrete_gaussian(p)
+    return pt.switch(k < 0.0, tail, pt.log1mexp(pt.minimum(tail, _TINY)))

@@ -143,29 +143,26 @@ from . import counts as cm
 from ._count_window import count_window_logsumexp
 from ._laplace_cdf import split_log_cdfs
 from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
-from .noise import (
-    TAIL_NATS,
-    known_value,
-    log_dg_tail,
-    log_ndtr,
-    log_sinh,
-    log_tanh,
-    log_z_discrete_gaussian,
-    noise_logcdf,
-    noise_logp,
-)
+from .noise import TAIL_NATS, known_value, log_sinh, log_tanh, static_param
 
 __all__ = [
-    "KINDS",
+    "discrete_laplace_count_log_cdfs",
+    "discrete_laplace_count_logp",
+    "gaussian_count_log_cdfs",
+    "gaussian_count_logp",
+    "laplace_count_log_cdfs",
+    "laplace_count_logp",
     "noisy_binomial_log_cdfs",
     "noisy_binomial_logp",
     "noisy_poisson_log_cdfs",
     "noisy_poisson_logp",
+    "rounded_laplace_count_log_cdfs",
+    "rounded_laplace_count_logp",
+    "summed_count_log_cdfs",
+    "summed_count_logp",
     "window_half_width",
 ]
 
-KINDS = ("laplace", "discrete_laplace", "rounded_laplace", "gaussian", "discrete_gaussian")
-DISCRETE = {"discrete_laplace", "rounded_laplace", "discrete_gaussian"}
 _LOG2 = np.float64(math.log(2.0))
 _TINY = np.float64(-1e-300)
 _HUGE = np.float64(1e300)
@@ -507,11 +504,8 @@ def _sigma_max(sigma):
 # --------------------------------------------------------------------------------------------
 
 
-def _gauss_log_density(x, sigma, kind):
-    base = -0.5 * (x / sigma) ** 2
-    if kind == "gaussian":
-        return base - pt.log(sigma) - _LOG_SQRT_2PI
-    return base - log_z_discrete_gaussian(sigma)
+def _gauss_log_density(noise, x, sigma):
+    return -0.5 * (x / sigma) ** 2 - noise.log_norm(sigma)
 
 
 def _window_dense(op, y, hi, lpar, sigma):
@@ -540,7 +534,13 @@ _count_window.DENSE_GRAPH = _window_dense
 _WINDOW_KERNEL = True
 
 
-def _gauss_logp(fam, y, sigma, kind):
+def gaussian_count_logp(noise, fam, y, sigma):
+    """Log pmf / pdf of ``fam + noise`` for a Gaussian kind ``noise`` (a window sum; module
+    docstring)."""
+    return _gauss_logp(noise, fam, y, sigma)
+
+
+def _gauss_logp(noise, fam, y, sigma):
     sigma_max = _sigma_max(sigma)
     y = pt.broadcast_arrays(y, fam.lo, sigma)[0]
     width = window_half_width(sigma_max, fam.curvature)
@@ -553,11 +553,11 @@ def _gauss_logp(fam, y, sigma, kind):
         else:
             args = ("poisson", y, pt.full_like(fam.lmu, np.inf), fam.lmu)
         lse = count_window_logsumexp(*args, sigma, width, fam.iters)
-        return lse + _gauss_log_density(pt.zeros_like(sigma), _f64(sigma), kind)
+        return lse + _gauss_log_density(noise, pt.zeros_like(sigma), _f64(sigma))
     ef, ey, es = fam.expand(), _e(y), _e(sigma)
 
     def term(s):
-        return ef.log_pmf(s) + _gauss_log_density(ey - s, es, kind)
+        return ef.log_pmf(s) + _gauss_log_density(noise, ey - s, es)
 
     def diff(s, f, y, sigma):
         return f.log_ratio(s) + (2.0 * (y - s) - 1.0) / (2.0 * sigma**2)
@@ -568,14 +568,21 @@ def _gauss_logp(fam, y, sigma, kind):
     return _s_side_sum(fam, term, diff, a, b, fam.lo, fam.hi, sigma_max, y, sigma, coarse=True)
 
 
-def _laplace_kind_logp(fam, y, b, kind):
-    lap = fam.laplace_logp(y, b)
-    if kind == "laplace":
-        return lap
+def laplace_count_logp(fam, y, b):
+    """Log pdf of ``fam + Laplace(b)``: the tilted closed form of :mod:`.counts`."""
+    return fam.laplace_logp(y, b)
+
+
+def discrete_laplace_count_logp(fam, y, b):
+    """Log pmf of ``fam + DiscreteLaplace(b)``: the Laplace density renormalised (module
+    docstring)."""
+    return fam.laplace_logp(y, b) + pt.log(2.0 * b) + log_tanh(0.5 / b)
+
+
+def rounded_laplace_count_logp(fam, y, b):
+    """Log pmf of ``fam + RoundedLaplace(b)``: :math:`(1 - e^{-h}) P_S(y) + \\sinh(h) [a L(y - 1)
+    + R(y)]`, all terms positive (module docstring)."""
     h = 0.5 / b
-    if kind == "discrete_laplace":
-        return lap + pt.log(2.0 * b) + log_tanh(h)
-    # rounded Laplace: (1 - e^{-h}) P_S(y) + sinh(h) [a L(y - 1) + R(y)], all terms positive
     t = 1.0 / b
     left, has_left, _, _ = fam.laplace_halves(y - 1.0, t)
     _, _, right, has_right = fam.laplace_halves(y, t)
@@ -590,35 +597,18 @@ def _laplace_kind_logp(fam, y, b, kind):
     return _lse(terms)
 
 
-def _logp(fam, y, kind, param):
-    if kind in ("laplace", "discrete_laplace", "rounded_laplace"):
-        res = _laplace_kind_logp(fam, y, param, kind)
-    else:
-        res = _gauss_logp(fam, y, param, kind)
-    if kind in DISCRETE:
-        res = pt.switch(pt.eq(y, pt.round(y)), res, -np.inf)
-    return res
-
-
-def _gauss_split_log_cdfs(fam, m, sigma, kind):
+def _gauss_split_log_cdfs(noise, fam, m, sigma):
     """Gaussian kinds: (log P(Y <= m), log P(Y > m)) by the split of the module docstring
     (for the discrete Gaussian at the integer ``floor(m)``)."""
     sigma_max = _sigma_max(sigma)
-    if kind == "discrete_gaussian":
+    if noise.discrete:
         m = pt.floor(_f64(m))
 
-        def log_above(d, sigma):  # log P(N > d), integer d >= 0
-            return log_dg_tail(-d - 1.0, sigma, sigma_max) - log_z_discrete_gaussian(sigma)
+    def log_above(d, sigma):  # log P(N > d), d >= 0 (an integer for the integer kinds)
+        return noise.tail_log_sf(d, sigma, sigma_max)
 
-        def log_below(d, sigma):  # log P(N <= d), integer d <= -1
-            return log_dg_tail(d, sigma, sigma_max) - log_z_discrete_gaussian(sigma)
-    else:
-
-        def log_above(d, sigma):
-            return log_ndtr(-d / sigma)
-
-        def log_below(d, sigma):
-            return log_ndtr(d / sigma)
+    def log_below(d, sigma):  # log P(N <= d), d < 0 (an integer <= -1 for the integer kinds)
+        return noise.tail_log_cdf(d, sigma, sigma_max)
 
     m = pt.broadcast_arrays(m, fam.lo, sigma)[0]
     k = pt.floor(m)
@@ -690,45 +680,23 @@ def _use_hybrid_cdfs(fam, sigma):
     return (fam.n_max + 2.0) / 4.0 <= HYBRID_CDF_RATIO * s_min**2
 
 
-def _noise_log_cdf_real(d, sigma, sigma_max, kind):
-    r""":math:`\log P(N \le d)` continued to real :math:`d` (Gaussian kinds, sigma >= 50):
-    :math:`\log\Phi(d/\sigma)`, or for the discrete Gaussian :math:`\log G(d) - \log Z` with
-    :math:`G(d) = \sum_{i \ge 0} e^{-(d - i)^2/2\sigma^2}` (:func:`log_dg_tail`; equal to the CDF
-    at integers, analytic in :math:`d`; above :math:`-\tfrac12` as :math:`1 - G(-d-1)/Z`, the
-    same function to within :math:`e^{-2\pi^2\sigma^2}`)."""
-    if kind == "gaussian":
-        return log_ndtr(d / sigma)
-    log_z = log_z_discrete_gaussian(sigma)
-    low = log_dg_tail(pt.minimum(d, -0.5), sigma, sigma_max, min_abs=0.5) - log_z
-    up = log_dg_tail(pt.minimum(-d - 1.0, -0.5), sigma, sigma_max, min_abs=0.5) - log_z
-    return pt.switch(d <= -0.5, low, pt.log1mexp(pt.minimum(up, _TINY)))
-
-
-def _noise_log_sf_real(d, sigma, sigma_max, kind):
-    r""":math:`\log P(N > d)` continued to real :math:`d` (for the discrete Gaussian at integers
-    :math:`P(N > d) = P(N \le -d - 1)` by symmetry)."""
-    if kind == "gaussian":
-        return log_ndtr(-d / sigma)
-    return _noise_log_cdf_real(-d - 1.0, sigma, sigma_max, kind)
-
-
-def _gauss_hybrid_log_cdfs(fam, m, sigma, kind):
+def _gauss_hybrid_log_cdfs(noise, fam, m, sigma):
     r"""Gaussian kinds, binomial count wide against the noise excluded statically
     (:func:`_use_hybrid_cdfs`): :math:`\log P(Y \le m)` and :math:`\log P(Y > m)` each as one
     sum of positive terms over the count's value, :math:`\sum_s P(s)\,P(N \le m - s)` and
     :math:`\sum_s P(s)\,P(N > m - s)`, by :func:`_hybrid_cdf_sum` (cost independent of n)."""
     sigma_max = _sigma_max(sigma)
-    if kind == "discrete_gaussian":
+    if noise.discrete:
         m = pt.floor(_f64(m))
     m = pt.broadcast_arrays(_f64(m), fam.lo, sigma)[0]
     ef, em, es = fam.expand(), _e(m), _e(sigma)
     mode = fam.mode()
 
     def lower(d, sigma):
-        return _noise_log_cdf_real(d, sigma, sigma_max, kind)
+        return noise.log_cdf_real(d, sigma, sigma_max)
 
     def upper(d, sigma):
-        return _noise_log_sf_real(d, sigma, sigma_max, kind)
+        return noise.log_sf_real(d, sigma, sigma_max)
 
     out = []
     for noise_fn, a, b in ((lower, fam.lo, mode), (upper, mode, fam.hi)):
@@ -747,7 +715,7 @@ def _gauss_hybrid_log_cdfs(fam, m, sigma, kind):
 def _hybrid_cdf_sum(fam, term, c, sigma):
     r"""``log sum_s exp(term(s))`` over the binomial's support for a clamp atom's summand
     :math:`f(s) = \log P(s) + \log H(m - s)`, :math:`H` the noise's CDF or survival function
-    (continued to real arguments: :func:`_noise_log_cdf_real`), at a cost independent of
+    (continued to real arguments: the spec's ``log_cdf_real`` / ``log_sf_real``), at a cost independent of
     :math:`n`.  :math:`\log H` is concave with :math:`0 \le -(\log H)'' \le 1/\sigma^2` (it is
     flat where :math:`H \approx 1`, so unlike the pmf's summand the noise gives no curvature
     bound), and :math:`\log P` is concave with :math:`-(\log \tilde P)''(x) = \psi'(x + 1) +
@@ -788,14 +756,14 @@ def _hybrid_cdf_sum(fam, term, c, sigma):
     return pt.switch(use_unit, unit, coarse)
 
 
-def _dg_log_cdfs(fam, m, sigma):
+def _dg_log_cdfs(noise, fam, m, sigma):
     """Discrete Gaussian noise at an integer m: both tails as sums over the noise value."""
     sigma_max = _sigma_max(sigma)
     m_known = known_value(m)
     m = pt.broadcast_arrays(pt.floor(_f64(m)), fam.lo, sigma)[0]
     width = window_half_width(sigma_max)
     ef, em, es = fam.expand(), _e(m), _e(sigma)
-    log_z = log_z_discrete_gaussian(es)
+    log_z = noise.log_norm(es)
     reach = fam.reach()
     big = pt.full_like(m, _BIG)
 
@@ -838,69 +806,104 @@ def _cdf_iters(fam, m_known):
     return min(_MAX_ITERS, math.ceil(math.log2(width)) + 2)
 
 
-def _discrete_laplace_log_cdfs(fam, m, b):
-    m = pt.floor(m)
+def gaussian_count_log_cdfs(noise, fam, y, sigma):
+    """``(log P(Y <= y), log P(Y > y))`` of ``Y = fam + noise``, a Gaussian kind: the hybrid
+    sums where the count is wide against the noise, the sums over the noise value for the
+    discrete Gaussian below ``DG_SPLIT_MIN_SIGMA``, else the split (module docstring)."""
+    if _use_hybrid_cdfs(fam, sigma):
+        return _gauss_hybrid_log_cdfs(noise, fam, y, sigma)
+    if noise.discrete and _sigma_max(sigma) < DG_SPLIT_MIN_SIGMA:
+        return _dg_log_cdfs(noise, fam, y, sigma)
+    return _gauss_split_log_cdfs(noise, fam, y, sigma)
+
+
+def laplace_count_log_cdfs(fam, y, b):
+    """``(log P(Y <= y), log P(Y > y))`` of ``Y = fam + Laplace(b)``."""
+    lc, lcc = fam.laplace_log_cdfs(y, b)
+    return _laplace_tails(fam, y, b, lc, lcc, _LOG2, 0.0)
+
+
+def rounded_laplace_count_log_cdfs(fam, y, b):
+    """The continuous Laplace's at :math:`\\lfloor y\\rfloor + \\tfrac12`."""
+    x = pt.floor(y) + 0.5
+    lc, lcc = fam.laplace_log_cdfs(x, b)
+    return _laplace_tails(fam, x, b, lc, lcc, _LOG2, 0.0)
+
+
+def discrete_laplace_count_log_cdfs(fam, y, b):
+    """At :math:`m = \\lfloor y\\rfloor`: the Laplace halves with other weights (module
+    docstring)."""
+    m = pt.floor(y)
     t = 1.0 / b
     left, has_left, right, has_right = fam.laplace_halves(m, t)
     below, _, above, _ = fam.laplace_halves(m, t, tilt=False)
     log1pa = pt.softplus(-t)  # log(1 + a)
-    return split_log_cdfs(below, left, has_left, above, right, has_right, -t - log1pa, -log1pa)
+    lc, lcc = split_log_cdfs(below, left, has_left, above, right, has_right, -t - log1pa, -log1pa)
+    return _laplace_tails(fam, m, b, lc, lcc, log1pa, 1.0)
 
 
-def _log_cdfs(fam, y, kind, param):
-    if kind in ("gaussian", "discrete_gaussian"):
-        if _use_hybrid_cdfs(fam, param):
-            return _gauss_hybrid_log_cdfs(fam, y, param, kind)
-        if kind == "discrete_gaussian" and _sigma_max(param) < DG_SPLIT_MIN_SIGMA:
-            return _dg_log_cdfs(fam, y, param)
-        return _gauss_split_log_cdfs(fam, y, param, kind)
-    if kind == "discrete_laplace":
-        lc, lcc = _discrete_laplace_log_cdfs(fam, y, param)
-    else:
-        x = y if kind == "laplace" else pt.floor(y) + 0.5
-        lc, lcc = fam.laplace_log_cdfs(x, param)
-    return _laplace_tails(fam, y, kind, param, lc, lcc)
-
-
-def _laplace_tails(fam, y, kind, b, lc, lcc):
+def _laplace_tails(fam, x, b, lc, lcc, log_c, up_shift):
     r"""Below the count's support (and above a binomial's) the Laplace kinds' CDF is a tilted
-    moment generating function, :math:`P(Y \le y) = 	frac12 e^{y/b} E[e^{-S/b}]` (discrete
-    Laplace at an integer :math:`m \le 0`: :math:`e^{m/b} E[a^S]/(1+a)`), which keeps full
-    relative accuracy where the general split loses :math:`n \cdot 10^{-16}` (1e-8 at
-    :math:`n = 10^8`)."""
+    moment generating function, :math:`P(Y \le x) = \tfrac12 e^{x/b} E[e^{-S/b}]` at
+    :math:`x \le 0` (``log_c`` = log 2; discrete Laplace at an integer :math:`m \le 0`:
+    :math:`e^{m/b} E[a^S]/(1+a)`, ``log_c`` = log(1 + a), and above :math:`n` the upper tail
+    starts one step later, ``up_shift`` = 1), which keeps full relative accuracy where the
+    general split loses :math:`n \cdot 10^{-16}` (1e-8 at :math:`n = 10^8`)."""
     t = 1.0 / b
-    if kind == "discrete_laplace":
-        m = pt.floor(y)
-        below, x_lo = m <= 0.0, pt.minimum(m, 0.0)
-        log_lo = x_lo * t + fam.log_mgf_down(t) - pt.softplus(-t)
-    else:
-        x = y if kind == "laplace" else pt.floor(y) + 0.5
-        below, x_lo = x <= 0.0, pt.minimum(x, 0.0)
-        log_lo = x_lo * t + fam.log_mgf_down(t) - _LOG2
+    below, x_lo = x <= 0.0, pt.minimum(x, 0.0)
+    log_lo = x_lo * t + fam.log_mgf_down(t) - log_c
     # the complement from the tail only where the tail is below 1/2 (else the split's value,
     # accurate there, is kept)
     lc = pt.switch(below, log_lo, lc)
     lcc = pt.switch(below & (log_lo < -_LOG2), pt.log1mexp(pt.minimum(log_lo, -_LOG2)), lcc)
     if not isinstance(fam, _Binomial):
         return lc, lcc
-    if kind == "discrete_laplace":
-        above = m >= fam.n
-        x_hi = pt.maximum(m, fam.n)
-        log_hi = -(x_hi + 1.0 - fam.n) * t + fam.log_mgf_up(t) - pt.softplus(-t)
-    else:
-        above = x >= fam.n
-        x_hi = pt.maximum(x, fam.n)
-        log_hi = -(x_hi - fam.n) * t + fam.log_mgf_up(t) - _LOG2
+    above = x >= fam.n
+    x_hi = pt.maximum(x, fam.n)
+    log_hi = -(x_hi + up_shift - fam.n) * t + fam.log_mgf_up(t) - log_c
     lcc = pt.switch(above, log_hi, lcc)
     lc = pt.switch(above & (log_hi < -_LOG2), pt.log1mexp(pt.minimum(log_hi, -_LOG2)), lc)
     return lc, lcc
 
 
-def _log_sf_at(fam, u, kind, param):
-    """log P(Y >= u)."""
-    if kind in DISCRETE:
-        return _log_cdfs(fam, u - 1.0, kind, param)[1]
-    return _log_cdfs(fam, u, kind, param)[1]
+# --------------------------------------------------------------------------------------------
+# Any integer noise: sums over the noise's values
+# --------------------------------------------------------------------------------------------
+
+
+def _noise_grid(noise, param):
+    """The noise values ``-R..R`` (a trailing axis) of :meth:`~pymc_dpnoise.noise.Noise.support_radius`."""
+    v = static_param(param, f"the summed count likelihood of {noise.__name__}", noise.param_name)
+    if not noise.discrete:
+        raise NotImplementedError(
+            f"{noise.__name__} is continuous: define its `count_logp` and `count_log_cdfs` (the "
+            "sum over the noise's values is for integer noise)"
+        )
+    radius = int(noise.support_radius(v))
+    if radius < 0:
+        raise ValueError(f"{noise.__name__}.support_radius must be >= 0; got {radius}")
+    return pt.arange(-radius, radius + 1, dtype="float64")
+
+
+def summed_count_logp(noise, fam, y, param):
+    r""":math:`\log P(Y = y) = \log\sum_{|j| \le R} P(N = j)\,P(S = y - j)` for an integer
+    ``noise`` with negligible mass beyond :math:`R` (its ``support_radius``): exact, cost
+    :math:`2R + 1` terms per release."""
+    j = _noise_grid(noise, param)
+    y, param = _f64(y), _f64(param)
+    terms = noise.log_density(j, _e(param)) + fam.expand().log_pmf_any(_e(y) - j)
+    return _lse(terms)
+
+
+def summed_count_log_cdfs(noise, fam, y, param):
+    r"""``(log P(Y <= m), log P(Y > m))``, :math:`m = \lfloor y\rfloor`, as
+    :math:`\sum_j P(N = j) F_S(m - j)` and :math:`\sum_j P(N = j) (1 - F_S(m - j))`: sums of
+    positive terms (full relative accuracy in both tails)."""
+    j = _noise_grid(noise, param)
+    m, param = pt.floor(_f64(y)), _f64(param)
+    lp = noise.log_density(j, _e(param))
+    ef, em = fam.expand(), _e(m)
+    return _lse(lp + ef.log_cdf(em - j)), _lse(lp + ef.log_sf(em - j))
 
 
 # --------------------------------------------------------------------------------------------
@@ -908,11 +911,8 @@ def _log_sf_at(fam, u, kind, param):
 # --------------------------------------------------------------------------------------------
 
 
-def _noise_log_cdfs(kind, x, param):
-    if kind in DISCRETE:
-        k = pt.floor(x)
-        return noise_logcdf(kind, k, param), noise_logcdf(kind, -k - 1.0, param)
-    return noise_logcdf(kind, x, param), noise_logcdf(kind, -x, param)
+def _noise_log_cdfs(noise, x, param):
+    return noise.log_cdf(x, param), noise.log_sf(x, param)
 
 
 # --------------------------------------------------------------------------------------------
@@ -933,7 +933,7 @@ def _finite_or_zero(x):
     return pt.switch(pt.isfinite(x), x, 0.0)
 
 
-def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
+def _clamped(value, lower, upper, discrete, logp_fn, log_cdfs_fn):
     y = _f64(value)
     if lower is None and upper is None:
         return logp_fn(y)
@@ -951,12 +951,17 @@ def _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn):
         return not known or bool(np.any(mask))
 
     if upper is not None and taken(y_v == hi_v if known else None):
-        safe_hi = _finite_or_zero(hi) - (1.0 if kind in DISCRETE else 0.0)
+        safe_hi = _finite_or_zero(hi) - (1.0 if discrete else 0.0)
         res = pt.switch(pt.eq(y, hi), log_cdfs_fn(safe_hi)[1], res)
     if lower is not None and taken(y_v == lo_v if known else None):
         res = pt.switch(pt.eq(y, lo), log_cdfs_fn(_finite_or_zero(lo))[0], res)
     if taken((y_v < lo_v) | (y_v > hi_v) if known else None):
         res = pt.switch((y < lo) | (y > hi), -np.inf, res)
+    # lower == upper (e.g. a group with no records clamped to [0, n]): the release is that
+    # value with probability 1
+    if lower is not None and upper is not None:
+        if lo_v is None or hi_v is None or np.any(lo_v == hi_v):
+            res = pt.switch(pt.eq(lo, hi), pt.switch(pt.eq(y, lo), 0.0, -np.inf), res)
     return res
 
 
@@ -972,7 +977,31 @@ def _clamped_log_cdfs(value, lower, upper, log_cdfs_fn):
     return logcdf, logccdf
 
 
-def _binomial_parts(n, p, kind, param):
+def _noise_type(noise):
+    """The noise kind (a subclass of :class:`pymc_dpnoise.noise.Noise`) of a spec or kind."""
+    kind = noise if isinstance(noise, type) else type(noise)
+    if not all(hasattr(kind, m) for m in ("count_logp", "count_log_cdfs", "log_density")):
+        raise TypeError(
+            "`noise` must be a noise spec or kind of pymc_dpnoise.noise (a subclass of Noise); "
+            f"got {noise!r}"
+        )
+    return kind
+
+
+def _noise_param(noise, param):
+    if param is not None:
+        return param
+    if isinstance(noise, type):
+        raise TypeError(f"`param` is required with the noise kind {noise.__name__}")
+    return noise.param
+
+
+def _count_logp(noise, fam, y, param):
+    res = noise.count_logp(fam, y, param)
+    return pt.switch(pt.eq(y, pt.round(y)), res, -np.inf) if noise.discrete else res
+
+
+def _binomial_parts(n, p, param):
     n, p, param = _f64(n), _f64(p), _f64(param)
     deg0, deg1 = p <= 0.0, p >= 1.0
     deg = deg0 | deg1
@@ -982,38 +1011,51 @@ def _binomial_parts(n, p, kind, param):
     return fam, deg, shift, param
 
 
-def noisy_binomial_logp(value, n, p, kind, param, lower=None, upper=None):
-    r"""Log pmf / pdf of :math:`\mathrm{clamp}(S + N, L, U)`, :math:`S \sim \mathrm{Bin}(n, p)`.
-
-    ``kind`` is one of :data:`KINDS` and ``param`` its scale (Laplace kinds) or sigma
-    (Gaussian kinds; a constant).  ``lower`` / ``upper`` (``None``: no clamp) are the
-    release's clamp.  Exact; see the module docstring.
-    """
-    fam, deg, shift, param = _binomial_parts(n, p, kind, param)
-
-    def logp_fn(y):
-        general = _logp(fam, y, kind, param)
-        point = noise_logp(kind, y - shift, param)
-        return pt.switch(deg, point, general)
-
-    def log_cdfs_fn(y):
-        return _degenerate_cdfs(fam, y, kind, param, deg, shift)
-
-    return _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn)
-
-
-def _degenerate_cdfs(fam, y, kind, param, deg, shift):
-    lc, lcc = _log_cdfs(fam, y, kind, param)
-    pc, pcc = _noise_log_cdfs(kind, y - shift, param)
+def _degenerate_cdfs(noise, fam, y, param, deg, shift):
+    lc, lcc = noise.count_log_cdfs(fam, y, param)
+    pc, pcc = _noise_log_cdfs(noise, y - shift, param)
     return pt.switch(deg, pc, lc), pt.switch(deg, pcc, lcc)
 
 
-def noisy_binomial_log_cdfs(value, n, p, kind, param, lower=None, upper=None):
-    """``(log F(z), log(1 - F(z)))`` of the release of :func:`noisy_binomial_logp`."""
-    fam, deg, shift, param = _binomial_parts(n, p, kind, param)
+def _release_logp(noise, parts, value, lower, upper):
+    fam, deg, shift, param = parts
+
+    def logp_fn(y):
+        point = noise.log_density(y - shift, param)
+        return pt.switch(deg, point, _count_logp(noise, fam, y, param))
+
+    def log_cdfs_fn(y):
+        return _degenerate_cdfs(noise, fam, y, param, deg, shift)
+
+    return _clamped(value, lower, upper, noise.discrete, logp_fn, log_cdfs_fn)
+
+
+def _release_log_cdfs(noise, parts, value, lower, upper):
+    fam, deg, shift, param = parts
     return _clamped_log_cdfs(
-        value, lower, upper, lambda y: _degenerate_cdfs(fam, y, kind, param, deg, shift)
+        value, lower, upper, lambda y: _degenerate_cdfs(noise, fam, y, param, deg, shift)
     )
+
+
+def noisy_binomial_logp(value, n, p, noise, param=None, lower=None, upper=None):
+    r"""Log pmf / pdf of :math:`\mathrm{clamp}(S + N, L, U)`, :math:`S \sim \mathrm{Bin}(n, p)`.
+
+    ``noise`` is a noise spec of :mod:`pymc_dpnoise.noise` (its parameter is ``param`` when
+    given, e.g. a tensor, else the spec's own) or a noise kind (a subclass of
+    :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a constant
+    parameter.  ``lower`` / ``upper`` (``None``: no clamp) are the release's clamp; where they
+    are equal the release is that value with probability 1.  Exact; see the module docstring.
+    """
+    kind = _noise_type(noise)
+    parts = _binomial_parts(n, p, _noise_param(noise, param))
+    return _release_logp(kind, parts, value, lower, upper)
+
+
+def noisy_binomial_log_cdfs(value, n, p, noise, param=None, lower=None, upper=None):
+    """``(log F(z), log(1 - F(z)))`` of the release of :func:`noisy_binomial_logp`."""
+    kind = _noise_type(noise)
+    parts = _binomial_parts(n, p, _noise_param(noise, param))
+    return _release_log_cdfs(kind, parts, value, lower, upper)
 
 
 def _poisson_parts(mu, param):
@@ -1023,25 +1065,18 @@ def _poisson_parts(mu, param):
     return fam, deg, pt.zeros_like(mu), param
 
 
-def noisy_poisson_logp(value, mu, kind, param, lower=None, upper=None):
+def noisy_poisson_logp(value, mu, noise, param=None, lower=None, upper=None):
     r"""Log pmf / pdf of :math:`\mathrm{clamp}(S + N, L, U)`, :math:`S \sim \mathrm{Poisson}(\mu)`.
 
     Arguments as :func:`noisy_binomial_logp`.
     """
-    fam, deg, shift, param = _poisson_parts(mu, param)
-
-    def logp_fn(y):
-        return pt.switch(deg, noise_logp(kind, y, param), _logp(fam, y, kind, param))
-
-    def log_cdfs_fn(y):
-        return _degenerate_cdfs(fam, y, kind, param, deg, shift)
-
-    return _clamped(value, lower, upper, kind, logp_fn, log_cdfs_fn)
+    kind = _noise_type(noise)
+    parts = _poisson_parts(mu, _noise_param(noise, param))
+    return _release_logp(kind, parts, value, lower, upper)
 
 
-def noisy_poisson_log_cdfs(value, mu, kind, param, lower=None, upper=None):
+def noisy_poisson_log_cdfs(value, mu, noise, param=None, lower=None, upper=None):
     """``(log F(z), log(1 - F(z)))`` of the release of :func:`noisy_poisson_logp`."""
-    fam, deg, shift, param = _poisson_parts(mu, param)
-    return _clamped_log_cdfs(
-        value, lower, upper, lambda y: _degenerate_cdfs(fam, y, kind, param, deg, shift)
-    )
+    kind = _noise_type(noise)
+    parts = _poisson_parts(mu, _noise_param(noise, param))
+    return _release_log_cdfs(kind, parts, value, lower, upper)

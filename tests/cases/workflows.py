@@ -196,7 +196,8 @@ SPECS = [
         (),
         params=_binomial_params,
         fixed=dict(n=40.0, epsilon=0.8, sensitivity=1.0),
-        rv_params="typical",
+        # a constructor of NoisyBinomial(noise=Laplace(sensitivity / epsilon)): its op's inputs
+        rv_params=dict(n=40.0, p=0.3, scale=1.25, lower=-np.inf, upper=np.inf),
     ),
     Workflow(
         "LaplaceNoisyPoisson",
@@ -205,7 +206,8 @@ SPECS = [
         (),
         params=_poisson_params,
         fixed=dict(epsilon=1.0, sensitivity=2.0),
-        rv_params="typical",
+        # NoisyPoisson(noise=Laplace(sensitivity / epsilon)): its op's inputs
+        rv_params=dict(mu=20.0, scale=2.0, lower=-np.inf, upper=np.inf),
     ),
     Workflow(
         # an OpenDP-style release: discrete Gaussian noise, censored at 0 (unsigned cast)

@@ -1016,23 +1016,25 @@ def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):
 
     # the default: unchanged (--epsilon, --clamp, --sensitivity)
     d, b = _built("noisy-binomial", p, "--n", "10", "--epsilon", "1", "--clamp", *Y)
-    assert "noise" not in d and y_op(b) == "ClampedLaplaceNoisyBinomialRV"
+    assert "noise" not in d and y_op(b) == "NoisyBinomialRV"
+    assert noise_of(b.model["y"]) is noise.Laplace
     assert b.likelihood == "y ~ LaplaceNoisyBinomial(n=10, p, epsilon=1, sensitivity=1, clamp=True)"
     d, b = _built("noisy-poisson", p, "--epsilon-column", "eps", "--sensitivity", "2")
-    assert "noise" not in d and y_op(b) == "LaplaceNoisyPoissonRV"
+    assert "noise" not in d and y_op(b) == "NoisyPoissonRV"
     assert "sensitivity=2)" in b.likelihood
     # the noise specs
     args = ["--n", "10", "--noise", "discrete-gaussian", "--rho", "0.5", "--lower", "0"]
     d, b = _built("noisy-binomial", p, *args, *Y)
     assert (
-        d["noise"] == noise.DiscreteGaussian(1.0) and noise_of(b.model["y"]) == "discrete_gaussian"
+        d["noise"] == noise.DiscreteGaussian(1.0)
+        and noise_of(b.model["y"]) is noise.DiscreteGaussian
     )
     assert b.likelihood == (
         "y ~ NoisyBinomial(n=10, p, noise=DiscreteGaussian(sigma=1.0) from rho=0.5, "
         "sensitivity=1, lower=0)"
     )
     d, b = _built("noisy-binomial", p, "--n", "10", "--scale", "2", "--clamp", *Y)
-    assert d["noise"] == noise.Laplace(2.0) and noise_of(b.model["y"]) == "laplace"
+    assert d["noise"] == noise.Laplace(2.0) and noise_of(b.model["y"]) is noise.Laplace
     assert b.likelihood.endswith("noise=Laplace(scale=2.0), lower=0, upper=10)")
     d, b = _built("noisy-poisson", p, "--noise", "gaussian", "--rho", "2", "--sensitivity", "4", *Y)
     assert d["noise"] == noise.Gaussian(2.0) and "lower" not in b.likelihood
@@ -1043,7 +1045,7 @@ def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):
     d, b = _built(
         "noisy-poisson", p, "--noise", "rounded-laplace", "--scale", "1", "--upper", "5", *Y
     )
-    assert noise_of(b.model["y"]) == "rounded_laplace" and b.likelihood.endswith(", upper=5)")
+    assert noise_of(b.model["y"]) is noise.RoundedLaplace and b.likelihood.endswith(", upper=5)")
     assert b.model["y"].dtype == "float64"  # integer-valued (issue 22)
     assert b.params == ["mu"]
 

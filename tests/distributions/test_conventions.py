@@ -41,7 +41,7 @@ CLASSES = {
         "continuous",
     ),
     "LaplaceNoisyBinomial": (lambda: pmd.LaplaceNoisyBinomial.dist(10, 0.3, 1), "continuous"),
-    "ClampedLaplaceNoisyBinomial": (
+    "LaplaceNoisyBinomial-clamped": (
         lambda: pmd.LaplaceNoisyBinomial.dist(10, 0.3, 1, clamp=True),
         "continuous",
     ),

@@ -197,7 +197,9 @@ def test_float_tensor_values_of_frequency_oracles_are_checked():
         (lambda d, pm: pm.logp(d.SSNormalApprox.dist(np.zeros(2), np.eye(2), 10.0, np.eye(5), "logistic"), np.zeros(4)), "value"),
         # wrong-length per-report budget: was "Incompatible Elemwise input shapes"
         (lambda d, pm: pm.logp(d.LaplacePerturbedClippedNormal.dist(0.0, 1.0, -1.0, 1.0, np.ones(3)), np.zeros(5)), "epsilon"),
-        (lambda d, pm: pm.logp(d.LaplaceNoisyPoisson.dist(1.0, np.ones(3), 1.0), np.zeros(5)), "epsilon"),
+        # (LaplaceNoisyPoisson is NoisyPoisson(noise=Laplace(sensitivity / epsilon)): the
+        # per-report budget is the noise spec's parameter, which the message names)
+        (lambda d, pm: pm.logp(d.LaplaceNoisyPoisson.dist(1.0, np.ones(3), 1.0), np.zeros(5)), "noise"),
         (lambda d, pm: pm.logp(d.OUELikelihood.dist(P3, np.ones(3)), np.zeros((5, 3), "int8")), "epsilon"),
         (lambda d, pm: d.PerturbedLogReg("z", np.zeros(2), np.eye(2), 1.0, np.ones(3), observed=np.zeros((5, 3))), "epsilon_y"),
         (lambda d, pm: d.PerturbedLinReg("z", np.zeros(2), 1.0, np.eye(2), 1.0, np.ones(3), observed=np.zeros((5, 3))), "sigma_y"),

@@ -18,6 +18,7 @@ import pytensor.tensor as pt
 import pytest
 from compile_modes import TEST_MODE
 
+from pymc_dpnoise import noise
 from pymc_dpnoise.math import noisy_counts as ncm
 from pymc_dpnoise.math._count_window import CountWindowOp
 
@@ -129,7 +130,7 @@ def test_second_derivatives_come_from_the_graph():
 
 
 @pytest.mark.parametrize("family", ["binomial", "poisson"])
-@pytest.mark.parametrize("kind", ["gaussian", "discrete_gaussian"])
+@pytest.mark.parametrize("kind", [noise.Gaussian, noise.DiscreteGaussian], ids=lambda k: k.kind)
 def test_likelihood_equals_the_graph_path(family, kind, monkeypatch):
     """``noisy_*_logp`` through the kernel equals the same likelihood with the kernel off
     (clamp atoms included: they keep their graphs), value and gradient; and the kernel is in
@@ -166,7 +167,7 @@ def test_shapes_and_length_one_parameters():
     for flag in (True, False):
         ncm._WINDOW_KERNEL = flag
         try:
-            lp = ncm.noisy_binomial_logp(y, n, p, "discrete_gaussian", 1.5)
+            lp = ncm.noisy_binomial_logp(y, n, p, noise.DiscreteGaussian, 1.5)
         finally:
             ncm._WINDOW_KERNEL = True
         g = pytensor.grad(lp.sum(), p)

@@ -496,7 +496,6 @@ def test_issue22_building_blocks_named_in_messages_are_importable():
         "LaplaceNoisyTruncatedNormalGivenSum",
         "LaplaceNoisyMultinomialGivenNoiseVar",
         "LaplaceNoisyMultinomialGivenCounts",
-        "ClampedLaplaceNoisyBinomial",
         "truncated_sum_sensitivity",
     ]:
         assert getattr(pmd, name) is getattr(dists, name), name

@@ -2,10 +2,11 @@
 
 One released count per row (:data:`COUNT_RELEASES`), with the noise of the system that made
 it (``--noise``: continuous, discrete or rounded Laplace, Gaussian, discrete Gaussian) and its
-clamp.  Continuous Laplace from a budget fits :class:`~pymc_dpnoise.LaplaceNoisyBinomial` /
-:class:`~pymc_dpnoise.LaplaceNoisyPoisson`; everything else
-:class:`~pymc_dpnoise.NoisyBinomial` / :class:`~pymc_dpnoise.NoisyPoisson` with a
-:mod:`pymc_dpnoise.noise` spec.
+clamp.  Every release fits :class:`~pymc_dpnoise.NoisyBinomial` /
+:class:`~pymc_dpnoise.NoisyPoisson` with a :mod:`pymc_dpnoise.noise` spec; continuous Laplace
+from a budget is written with the papers' constructors
+:class:`~pymc_dpnoise.LaplaceNoisyBinomial` / :class:`~pymc_dpnoise.LaplaceNoisyPoisson`
+(``noise=Laplace(sensitivity / epsilon)``).
 """
 
 from __future__ import annotations
