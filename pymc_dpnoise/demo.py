@@ -556,7 +556,8 @@ def plot_sweep(idata, truth, *, title=None):
                 d = np.asarray(idata[(e, m)].posterior[param].values, dtype=float).ravel()
                 lo, hi = d.min(), d.max()
                 pad = 0.15 * (hi - lo) + 1e-9
-                grid = np.linspace(lo - pad, hi + pad, 200)
+                floor = 0.0 if lo > 0 else lo - pad  # a positive parameter stays positive
+                grid = np.linspace(max(lo - pad, floor), hi + pad, 200)
                 dens = gaussian_kde(d)(grid) if np.ptp(d) > 0 else np.zeros_like(grid)
                 curves[m] = (grid, dens)
             top = max(float(dens.max()) for _, dens in curves.values()) or 1.0
