@@ -14,25 +14,27 @@ next to the noise-aware posterior (:func:`pymc_dpnoise.demo.epsilon_sweep`).
 
 What the naive model of each distribution is
 --------------------------------------------
-===========================================  ===============================================  ==========
-distribution                                 naive counterpart                                data
-===========================================  ===============================================  ==========
-``LaplacePerturbedClippedNormal``            ``Normal(mu, sigma)`` on the reports             same
-``LaplacePerturbedClippedExponential``       ``Exponential(lam)`` on ``max(z, floor)``        differ [1]_
-``LaplaceNoisyBinomial``, ``NoisyBinomial``  ``Binomial(n, p)`` on ``clip(round(z), 0, n)``   differ [2]_
-``LaplaceNoisyPoisson``, ``NoisyPoisson``    ``Poisson(mu)`` on ``max(round(z), 0)``          differ [2]_
-``LaplaceNoisyMultinomial``                  ``Multinomial(n, p)`` on the noisy counts
-                                             projected onto the simplex and rounded to n      differ
-``OUELikelihood``, ``SUELikelihood``,        ``Multinomial(N, p)`` on the de-biased counts    differ
-``UnaryEncodingLikelihood``,                 projected onto the simplex and rounded to the
-``KRRLikelihood``                            N reports (one count vector, not N reports)
-``PerturbedLinReg``                          ``z_x ~ N(0, Σ)``, ``z_y ~ N(θᵀz_x, σ²)`` (the    same
-                                             plain regression on the perturbed inputs, as one
-                                             ``MvNormal`` of each report row)
-``PerturbedLinRegSummary``                   the same regression's log likelihood from the   same
-                                             scatter matrix
-``PerturbedLogReg``                          ``z_x ~ N(0, Σ)``, ``z_y ~ Bernoulli(sigmoid(θᵀz_x))``  same
-===========================================  ===============================================  ==========
+``LaplacePerturbedClippedNormal``
+    ``Normal(mu, sigma)`` on the reports (same data).
+``LaplacePerturbedClippedExponential``
+    ``Exponential(lam)`` on ``max(z, floor)`` (different data [1]_).
+``LaplaceNoisyBinomial``, ``NoisyBinomial``
+    ``Binomial(n, p)`` on ``clip(round(z), 0, n)`` (different data [2]_).
+``LaplaceNoisyPoisson``, ``NoisyPoisson``
+    ``Poisson(mu)`` on ``max(round(z), 0)`` (different data [2]_).
+``LaplaceNoisyMultinomial``
+    ``Multinomial(n, p)`` on the noisy counts projected onto the simplex and rounded to n
+    (different data).
+``OUELikelihood``, ``SUELikelihood``, ``UnaryEncodingLikelihood``, ``KRRLikelihood``
+    ``Multinomial(N, p)`` on the de-biased frequency estimate projected onto the simplex and
+    rounded to the N reports: one count vector instead of N reports (different data).
+``PerturbedLinReg``
+    The plain regression on the perturbed inputs, ``z_x ~ N(0, Σ)``, ``z_y ~ N(θᵀz_x, σ²)``,
+    as one ``MvNormal`` of each report row (same data).
+``PerturbedLinRegSummary``
+    The same regression's log likelihood from the scatter matrix (same data).
+``PerturbedLogReg``
+    ``z_x ~ N(0, Σ)``, ``z_y ~ Bernoulli(sigmoid(θᵀz_x))`` (same data).
 
 .. [1] The same data when no report is below ``floor`` (Laplace noise makes some negative at
    any useful ε).

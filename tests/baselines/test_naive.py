@@ -366,3 +366,36 @@ def test_epsilon_sweep_fast():
         epsilon_sweep(scenario="nope")
     with pytest.raises(ValueError, match="`epsilons`"):
         epsilon_sweep((0.0,))
+
+
+def test_naive_model_of_integer_counts_and_of_a_data_container():
+    """Integer releases inside [0, n]: the same data (as integers), dims kept, no warning; a
+    ``pm.Data`` container of reports is kept in the naive model (``pm.set_data`` works)."""
+    released = np.array([0.0, 5.0, 20.0])
+    with pm.Model(coords={"area": ["a", "b", "c"]}) as counts:
+        p = pm.Beta("p", 1.0, 1.0)
+        spec = noise.DiscreteLaplace.from_epsilon(EPS)
+        pmd.NoisyBinomial("y", n=20, p=p, noise=spec, observed=released, dims="area")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DifferentDataWarning)
+        naive = naive_model(counts)
+    assert naive.named_vars_to_dims["y"] == ("area",)
+    np.testing.assert_array_equal(naive.rvs_to_values[naive["y"]].data, [0, 5, 20])
+    logp = naive.compile_fn(naive.logp(vars=[naive["y"]]), inputs=naive.value_vars)
+    np.testing.assert_allclose(
+        logp({"p_logodds__": 0.0}), stats.binom.logpmf([0, 5, 20], 20, 0.5).sum(), rtol=RTOL
+    )
+
+    with pm.Model() as reports:
+        z = pm.Data("z_data", np.array([0.5, -7.0, 3.2]))
+        mu = pm.Normal("mu", 0.0, 5.0)
+        pmd.LaplacePerturbedClippedNormal(
+            "z", mu=mu, sigma=2.0, lower=-5.0, upper=5.0, epsilon=EPS, observed=z
+        )
+    naive = naive_model(reports)
+    with naive:
+        pm.set_data({"z_data": np.array([1.0, 2.0])})
+    logp = naive.compile_fn(naive.logp(vars=[naive["z"]]), inputs=naive.value_vars)
+    np.testing.assert_allclose(
+        logp({"mu": 1.0}), stats.norm.logpdf([1.0, 2.0], 1.0, 2.0).sum(), rtol=RTOL
+    )
