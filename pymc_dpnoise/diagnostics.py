@@ -15,6 +15,9 @@
 * :class:`SBCProblem` — what an SBC replicate simulates and fits; each experiment defines its
   own problems next to it (:mod:`pymc_dpnoise.experiments`).
 * :func:`plot_coverage` — coverage against ε, like LDP Fig. 1.
+* :func:`compare` and :func:`observed_data_differences` — ``az.compare`` only after checking
+  that the fits score the same observed data (a naive model of rounded or projected counts
+  does not).
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ __all__ = [
     "SBCResult",
     "auc",
     "binomial_band",
+    "compare",
     "coverage_table",
     "ecdf_distance",
     "ks_distance",
     "ks_uniform",
     "mmd",
+    "observed_data_differences",
     "plot_coverage",
     "posterior_quantile",
     "rmse",
@@ -591,3 +596,101 @@ def plot_coverage(table: pd.DataFrame, *, x="epsilon", ax=None, title=None, band
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Model comparison on the same data
+# --------------------------------------------------------------------------------------------
+
+
+def _observed_arrays(fit):
+    """``{name: array}`` of the ``observed_data`` group of a fit (DataTree or InferenceData)."""
+    try:
+        group = fit["observed_data"]
+    except (KeyError, TypeError):
+        group = getattr(fit, "observed_data", None)
+    if group is None:
+        return None
+    ds = group.to_dataset() if hasattr(group, "to_dataset") else group
+    return {name: np.asarray(v.values) for name, v in ds.data_vars.items()}
+
+
+def observed_data_differences(fits):
+    """Why the fits in ``fits`` do not score the same observed data (empty when they do).
+
+    ``az.compare`` (and LOO, WAIC) ranks models by the expected log predictive density of the
+    *same* observations: the fits must have the same observed variables with the same values.
+    A naive model of rounded counts, or of a frequency oracle's projected counts, scores other
+    data than the noise-aware model (:func:`pymc_dpnoise.baselines.naive_model` records it).
+
+    Parameters
+    ----------
+    fits : dict
+        Model name -> fit (``pm.sample``'s result, with its ``observed_data`` group).
+
+    Returns
+    -------
+    list of str
+        One sentence per difference (a fit without observed data, a variable only in some
+        fits, other shapes or other values).
+    """
+    if not isinstance(fits, dict) or len(fits) < 2:
+        raise ValueError("`fits` must be a dict of at least two named fits")
+    arrays = {name: _observed_arrays(fit) for name, fit in fits.items()}
+    out = [f"{name!r} has no observed_data group" for name, a in arrays.items() if a is None]
+    arrays = {name: a for name, a in arrays.items() if a is not None}
+    if len(arrays) < 2:
+        return out
+    (first, ref), *rest = arrays.items()
+    for name, a in rest:
+        for var in sorted(set(ref) ^ set(a)):
+            out.append(f"observed variable {var!r} is in only one of {first!r} and {name!r}")
+        for var in sorted(set(ref) & set(a)):
+            x, y = ref[var], a[var]
+            if x.shape != y.shape:
+                out.append(f"{var!r}: shape {x.shape} in {first!r}, {y.shape} in {name!r}")
+            elif not np.array_equal(x, y):
+                out.append(f"{var!r}: other values in {first!r} and {name!r}")
+    return out
+
+
+def compare(fits, *, strict=False, **kwargs):
+    """``arviz.compare`` after checking that the fits score the same observed data.
+
+    Parameters
+    ----------
+    fits : dict
+        Model name -> fit with a ``log_likelihood`` group (``pm.compute_log_likelihood`` or
+        ``idata_kwargs={"log_likelihood": True}``) and an ``observed_data`` group.
+    strict : bool
+        Raise ``ValueError`` instead of warning when the observed data differ.
+    **kwargs
+        Passed to ``arviz.compare``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``arviz.compare``'s table.
+
+    Warns
+    -----
+    pymc_dpnoise.baselines.naive.DifferentDataWarning
+        When the observed data differ: the ELPDs are of different data, so their ranking
+        means nothing (see :mod:`pymc_dpnoise.baselines.naive`).
+    """
+    import warnings
+
+    import arviz as az
+
+    from .baselines.naive import DifferentDataWarning
+
+    why = observed_data_differences(fits)
+    if why:
+        msg = (
+            "the fits do not score the same observed data, so az.compare's ranking is not "
+            "meaningful: " + "; ".join(why)
+        )
+        if strict:
+            raise ValueError(msg)
+        warnings.warn(msg, DifferentDataWarning, stacklevel=2)
+    return az.compare(fits, **kwargs)

@@ -15,6 +15,10 @@
   comparison methods for Laplace-noised sufficient statistics (naive conjugate update, one-
   posterior sampling, and a corrected re-implementation of their Gibbs samplers).
 * :func:`least_squares` and :func:`logistic_mle` — the non-private reference fits.
+* :func:`naive_counterpart` and :func:`naive_model` — the noise-ignoring counterpart of any of
+  our distributions in one call, and a copy of a model with every observed variable of ours
+  replaced by it (:mod:`pymc_dpnoise.baselines.naive` says when ``az.compare`` between the
+  two is meaningful).
 """
 
 from .clipped import (
@@ -31,11 +35,14 @@ from .expfam import (
     ops_binomial,
 )
 from .frequency import naive_histogram, projected_estimate, rounded_counts
+from .naive import DifferentDataWarning, NaiveCounterpart, naive_counterpart, naive_model
 from .nonprivate import least_squares, logistic_mle
 from .regression import ldp_sgd, ldp_sgd_group_size
 from .sufficient import dp_sgld
 
 __all__ = [
+    "DifferentDataWarning",
+    "NaiveCounterpart",
     "conjugate_posterior",
     "dp_sgld",
     "gibbs_binomial",
@@ -46,8 +53,10 @@ __all__ = [
     "ldp_sgd_group_size",
     "least_squares",
     "logistic_mle",
+    "naive_counterpart",
     "naive_exponential",
     "naive_histogram",
+    "naive_model",
     "naive_normal",
     "naive_posterior",
     "ops_binomial",
