@@ -242,22 +242,18 @@ def _clipped_exponential(p, obs, op, size=None):
 # --------------------------------------------------------------------------------------------
 
 
-def _noisy_count_types(family):
-    """``{op type: noise kind}`` of the NoisyBinomial / NoisyPoisson variables."""
+def _noisy_count_type(family):
+    """The op type of the NoisyBinomial / NoisyPoisson variables (every noise kind)."""
     from ..distributions import noisy_counts
 
-    return {
-        cls.rv_type: kind for (fam, kind), cls in noisy_counts._CLASSES.items() if fam == family
-    }
+    return {"binomial": noisy_counts.NoisyBinomialRV, "poisson": noisy_counts.NoisyPoissonRV}[
+        family
+    ]
 
 
-def _noisy_count_discrete(op, family):
-    from ..math import noisy_counts as ncm
-
-    for t, kind in _noisy_count_types(family).items():
-        if isinstance(op, t):
-            return kind in ncm.DISCRETE
-    return False
+def _noisy_count_discrete(op):
+    """Whether the op's noise kind releases integers (the spec's class says so)."""
+    return bool(op.noise_type.discrete)
 
 
 def _rounded_counts(obs, upper, discrete):
@@ -288,33 +284,24 @@ def _poisson(p, obs, op, size, *, discrete):
     return pm.Poisson.dist(mu=p["mu"], size=size), new, same, note
 
 
-@_register("LaplaceNoisyBinomial", params=("n", "p", "epsilon", "sensitivity"))
-def _laplace_binomial(p, obs, op, size=None):
-    return _binomial(p, obs, op, size, discrete=False, public="LaplaceNoisyBinomial")
-
-
-@_register("LaplaceNoisyPoisson", params=("mu", "epsilon", "sensitivity"))
-def _laplace_poisson(p, obs, op, size=None):
-    return _poisson(p, obs, op, size, discrete=False)
-
-
 @_register(
     "NoisyBinomial",
     params=("n", "p", "noise", "lower", "upper"),
-    rv_types=lambda: tuple(_noisy_count_types("binomial")),
+    rv_types=lambda: (_noisy_count_type("binomial"),),
 )
 def _noisy_binomial(p, obs, op, size=None):
-    discrete = _noisy_count_discrete(op, "binomial")
+    # LaplaceNoisyBinomial is a constructor of NoisyBinomial: its variables land here too
+    discrete = _noisy_count_discrete(op)
     return _binomial(p, obs, op, size, discrete=discrete, public="NoisyBinomial")
 
 
 @_register(
     "NoisyPoisson",
     params=("mu", "noise", "lower", "upper"),
-    rv_types=lambda: tuple(_noisy_count_types("poisson")),
+    rv_types=lambda: (_noisy_count_type("poisson"),),
 )
 def _noisy_poisson(p, obs, op, size=None):
-    return _poisson(p, obs, op, size, discrete=_noisy_count_discrete(op, "poisson"))
+    return _poisson(p, obs, op, size, discrete=_noisy_count_discrete(op))
 
 
 # --------------------------------------------------------------------------------------------
