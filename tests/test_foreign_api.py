@@ -20,6 +20,10 @@ PACKAGE = ROOT / "pymc_dpnoise"
 #: (module, private name) -> why there is no public alternative
 ALLOWED = {
     ("pymc.logprob.abstract", "_logprob"): "PyMC's documented dispatch registry for logp",
+    ("pymc.logprob.abstract", "_logcdf"): "PyMC's dispatch registry for logcdf (as _logprob)",
+    ("pymc.logprob.abstract", "_logccdf"): (
+        "PyMC's dispatch registry for the log survival function (as _logprob)"
+    ),
     ("pymc.distributions.distribution", "_support_point"): (
         "PyMC's documented dispatch registry for the initial point"
     ),
