@@ -16,6 +16,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
 from .._validation import check_finite, check_less, check_positive, check_shapes
+from ..math._op_support import lift_grouped
 from ._common import (
     _NO_ICDF,
     _all_finite,
@@ -205,7 +206,8 @@ def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs):
         tail = kind == "ccdf"
         fn = partial(log_cdfs, tail=tail)
         res = _cdf_of_value(value, lambda v: fn(v, *safe_params), tail=tail)
-    return check_parameters(res, ok, msg=domain)
+    # parameters given per group (mu=mu_g[group]): parameter-only terms once per group
+    return lift_grouped(check_parameters(res, ok, msg=domain))
 
 
 def _clipped_normal_domain(mu, sigma, lower, upper, epsilon):
