@@ -430,6 +430,24 @@ def _fit_nutpie(compiled, reports, draws, tune, chains, seed):
     )
 
 
+def _fit_pymc(model, draws, tune, chains, seed, sampler="pymc"):
+    """``pm.sample`` as the checks run it: one core, no progress bar, no convergence checks
+    (the callers compute their own R-hat)."""
+    import pymc as pm
+
+    return pm.sample(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=1,
+        random_seed=seed,
+        progressbar=False,
+        model=model,
+        nuts_sampler=sampler,
+        compute_convergence_checks=False,
+    )
+
+
 def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
     import warnings
 
@@ -449,20 +467,8 @@ def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
                 compiled, problem.model_data(reports, noise_aware), draws, tune, chains, seed
             )
         else:
-            import pymc as pm
-
             model = problem.build_model(reports, noise_aware)
-            trace = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=1,
-                random_seed=seed,
-                progressbar=False,
-                model=model,
-                nuts_sampler=sampler,
-                compute_convergence_checks=False,
-            )
+            trace = _fit_pymc(model, draws, tune, chains, seed, sampler)
         row_q, row_t, rhats = [], [], []
         for post, true in problem.extract(trace.posterior, truth):
             row_q.append(posterior_quantile(post, true))

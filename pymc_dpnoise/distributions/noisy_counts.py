@@ -353,6 +353,29 @@ class _NoisyCount(Distribution):
         args, kwargs, spec = cls._split(args, kwargs)
         return super().dist(args, noise_type=type(spec), **kwargs)
 
+    #: the count model's parameters, before ``noise, lower, upper`` (set by each subclass,
+    #: with ``_check_params`` taking them in this order)
+    _params: tuple[str, ...] = ()
+
+    @classmethod
+    def _split(cls, args, kwargs):
+        names = (*cls._params, "noise", "lower", "upper")
+        vals = dict(zip(names, args, strict=False))
+        for k in names:
+            if k in kwargs:
+                if k in vals:
+                    raise TypeError(f"{cls.__name__} got multiple values for `{k}`")
+                vals[k] = kwargs.pop(k)
+        check_required(**{k: vals.get(k) for k in (*cls._params, "noise")})
+        spec = _validate_common(vals["noise"], vals.get("lower"), vals.get("upper"))
+        model = [vals[k] for k in cls._params]
+        cls._check_params(*model)
+        lower, upper = _bound(vals.get("lower"), -np.inf), _bound(vals.get("upper"), np.inf)
+        params = dict(zip(cls._params, model, strict=True))
+        params.update(noise=spec.param, lower=lower, upper=upper)
+        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
+        return [*model, spec.param, lower, upper], kwargs, spec
+
 
 class NoisyBinomial(_NoisyCount):
     r"""A count of ones among :math:`n` records, released with any DP noise, possibly clamped.
@@ -419,23 +442,12 @@ class NoisyBinomial(_NoisyCount):
     rv_op = NoisyBinomialRV.rv_op
     icdf = _refuse("NoisyBinomial", "icdf", "the CDF has no closed-form inverse")
 
+    _params = ("n", "p")
+
     @staticmethod
-    def _split(args, kwargs):
-        names = ("n", "p", "noise", "lower", "upper")
-        vals = dict(zip(names, args, strict=False))
-        for k in names:
-            if k in kwargs:
-                if k in vals:
-                    raise TypeError(f"NoisyBinomial got multiple values for `{k}`")
-                vals[k] = kwargs.pop(k)
-        check_required(n=vals.get("n"), p=vals.get("p"), noise=vals.get("noise"))
-        spec = _validate_common(vals["noise"], vals.get("lower"), vals.get("upper"))
-        _check_count("n", vals["n"])
-        _check_probability("p", vals["p"])
-        lower, upper = _bound(vals.get("lower"), -np.inf), _bound(vals.get("upper"), np.inf)
-        params = dict(n=vals["n"], p=vals["p"], noise=spec.param, lower=lower, upper=upper)
-        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
-        return [vals["n"], vals["p"], spec.param, lower, upper], kwargs, spec
+    def _check_params(n, p):
+        _check_count("n", n)
+        _check_probability("p", p)
 
 
 class NoisyPoisson(_NoisyCount):
@@ -477,22 +489,11 @@ class NoisyPoisson(_NoisyCount):
     rv_op = NoisyPoissonRV.rv_op
     icdf = _refuse("NoisyPoisson", "icdf", "the CDF has no closed-form inverse")
 
+    _params = ("mu",)
+
     @staticmethod
-    def _split(args, kwargs):
-        names = ("mu", "noise", "lower", "upper")
-        vals = dict(zip(names, args, strict=False))
-        for k in names:
-            if k in kwargs:
-                if k in vals:
-                    raise TypeError(f"NoisyPoisson got multiple values for `{k}`")
-                vals[k] = kwargs.pop(k)
-        check_required(mu=vals.get("mu"), noise=vals.get("noise"))
-        spec = _validate_common(vals["noise"], vals.get("lower"), vals.get("upper"))
-        _check_nonnegative("mu", vals["mu"])
-        lower, upper = _bound(vals.get("lower"), -np.inf), _bound(vals.get("upper"), np.inf)
-        params = dict(mu=vals["mu"], noise=spec.param, lower=lower, upper=upper)
-        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
-        return [vals["mu"], spec.param, lower, upper], kwargs, spec
+    def _check_params(mu):
+        _check_nonnegative("mu", mu)
 
 
 def noise_of(rv):

@@ -616,31 +616,25 @@ def _gauss_split_log_cdfs(noise, fam, m, sigma):
     mode = fam.mode()
     lo, hi = fam.lo, fam.hi
 
+    def side_sum(log_tail, a, b, lo_s, hi_s):
+        # log sum over s in [lo_s, hi_s] of P(s) exp(log_tail(m - s)), argmax sought in [a, b]
+        def term(s):
+            return ef.log_pmf(s) + log_tail(em - s, es)
+
+        def diff(s, f, m, sigma):
+            return f.log_ratio(s) + log_tail(m - s - 1.0, sigma) - log_tail(m - s, sigma)
+
+        return _s_side_sum(fam, term, diff, a, b, lo_s, hi_s, sigma_max, m, sigma, 0.63)
+
     # below: s <= k, summand P(s) P(N > m - s)
     has_below = k >= lo
     hi_c = pt.clip(k, lo, hi)
-
-    def term_c(s):
-        return ef.log_pmf(s) + log_above(em - s, es)
-
-    def diff_c(s, f, m, sigma):
-        return f.log_ratio(s) + log_above(m - s - 1.0, sigma) - log_above(m - s, sigma)
-
-    a_c = pt.clip(pt.minimum(mode, hi_c), lo, hi_c)
-    log_c = _s_side_sum(fam, term_c, diff_c, a_c, hi_c, lo, hi_c, sigma_max, m, sigma, 0.63)
+    log_c = side_sum(log_above, pt.clip(pt.minimum(mode, hi_c), lo, hi_c), hi_c, lo, hi_c)
 
     # above: s > k, summand P(s) P(N <= m - s)
     has_above = k + 1.0 <= hi
     lo_b = pt.clip(k + 1.0, lo, hi)
-
-    def term_b(s):
-        return ef.log_pmf(s) + log_below(em - s, es)
-
-    def diff_b(s, f, m, sigma):
-        return f.log_ratio(s) + log_below(m - s - 1.0, sigma) - log_below(m - s, sigma)
-
-    b_b = pt.clip(pt.maximum(mode, lo_b), lo_b, hi)
-    log_b = _s_side_sum(fam, term_b, diff_b, lo_b, b_b, lo_b, hi, sigma_max, m, sigma, 0.63)
+    log_b = side_sum(log_below, lo_b, pt.clip(pt.maximum(mode, lo_b), lo_b, hi), lo_b, hi)
 
     kk = pt.clip(k, lo - 1.0, hi)
     zero = pt.zeros_like(log_c)
