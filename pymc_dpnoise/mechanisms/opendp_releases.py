@@ -107,14 +107,7 @@ import math
 import numpy as np
 
 from .._validation import check_less
-from ..noise import (
-    _INTEGER_TYPE,
-    _MAP_RTOL,
-    Noise,
-    _element_type,
-    _noise_step,
-    _read_opendp,
-)
+from ..noise import _MAP_RTOL, Noise, _opendp_censoring, _read_opendp
 from .core import as_float, check_privacy_parameter, release_guard
 
 __all__ = [
@@ -479,7 +472,8 @@ def clamp_from_measurement(measurement) -> dict:
     """The censoring of OpenDP's saturating cast: ``{"lower": 0}`` for unsigned outputs, else ``{}``.
 
     Integer noise is added with a cast that saturates at the element type's limits; for
-    ``u32`` / ``u64`` the release is censored below at 0, which
+    ``u32`` / ``u64`` the release is censored below at 0.  ``make_geometric(..., bounds=(L,
+    U))`` censors the release to ``[L, U]``: ``{"lower": L, "upper": U}``.  Both are what
     :class:`~pymc_dpnoise.NoisyBinomial` and :class:`~pymc_dpnoise.NoisyPoisson` model with
     ``lower=0``.  Float outputs and signed integers return ``{}`` (see
     :func:`noise_from_measurement`).  The measurement must be one that
@@ -495,9 +489,7 @@ def clamp_from_measurement(measurement) -> dict:
     """
     if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
         raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
-    noise_meas = _noise_step(measurement)[0]
-    elem = _element_type(noise_meas.input_domain)
-    return {"lower": 0} if elem.startswith("u") and _INTEGER_TYPE.fullmatch(elem) else {}
+    return _opendp_censoring(measurement)
 
 
 def model_kwargs_from_measurement(measurement, d_in=1) -> dict:

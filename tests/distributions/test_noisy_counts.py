@@ -410,7 +410,7 @@ def test_spec_constructors_and_repr():
     assert noise.DiscreteGaussian(2.0).rho(1.0) == 0.125
     assert noise.DiscreteLaplace.from_epsilon(0.5, 2.0).scale == 4.0
     assert noise.Gaussian.from_rho(2.0, 2.0).sigma == 1.0
-    assert noise.from_tumult("GAUSSIAN", 9.0) == noise.DiscreteGaussian(3.0)
+    assert noise.from_tumult("DISCRETE_GAUSSIAN", 9.0) == noise.DiscreteGaussian(3.0)
     assert noise.from_tumult("LAPLACE", 2.0, integer=False) == noise.Laplace(2.0)
     assert noise.from_python_dp(0.25, 2, 1) == noise.RoundedLaplace(8.0)
     np.testing.assert_allclose(noise.from_census([4.0, 9.0]).sigma, [2.0, 3.0])
