@@ -845,3 +845,35 @@ def test_an_empty_group_clamped_to_zero(spec):
         q = pm.Beta("q", 1.0, 1.0)
         pmd.NoisyBinomial("y", n=n, p=q, noise=spec, lower=0, upper=n, observed=[0, 2, 12])
     assert np.isfinite(m.compile_logp()(m.initial_point()))
+
+
+# --------------------------------------------------------------------------------------------
+# Releases beyond 2^53 (module docstring of pymc_dpnoise.distributions.noisy_counts)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("y", [2.0**53 + 2, 1e20, -1e20])
+def test_releases_beyond_two_to_the_53_are_refused(y):
+    """No float64 log likelihood holds the parameters' effect there (at 2^53 + 2 with discrete
+    Laplace noise b = 2 the difference 19.85 between p = 0.9 and 0.1 came out as 20, at 1e20
+    as 0): observed releases are refused by name, values get -inf (no NaN in the gradient)."""
+    for kind in ("discrete_gaussian", "discrete_laplace", "gaussian"):
+        spec = SPEC[kind](2.0)
+        with pm.Model(), pytest.raises(ValueError, match=r"y: observed releases .* 2\^53"):
+            pmd.NoisyBinomial("y", n=50, p=0.5, noise=spec, observed=[3.0, y])
+        with pm.Model(), pytest.raises(ValueError, match=r"`lower` .* 2\^53"):
+            pmd.NoisyPoisson("y", mu=3.0, noise=spec, lower=-abs(y), observed=[3.0])
+    v, p = pt.dvector("v"), pt.dvector("p")
+    lp = pm.logp(pmd.NoisyBinomial.dist(n=50, p=p, noise=noise.DiscreteGaussian(2.0)), v)
+    f = pytensor.function([v, p], [lp, pt.grad(lp.sum(), p)])
+    got, grad = f(np.array([y, 3.0]), np.array([0.9, 0.1]))
+    assert np.isneginf(got[0]) and np.isfinite(got[1]) and np.all(np.isfinite(grad))
+    # the largest release kept, 2^53: exact to the float64 spacing of a log likelihood of
+    # -2^53 / b (0.5 at b = 2; two roundings: within 1).  Far above n, log P(Y = y) = const -
+    # y/b + log E[e^{S/b}], so the difference is n log((1 - q + q e^{1/b}) / ...) exactly.
+    edge = pm.logp(
+        pmd.NoisyBinomial.dist(n=50, p=[0.1, 0.9], noise=noise.DiscreteLaplace(2.0)), [2.0**53] * 2
+    ).eval()
+    e = math.exp(0.5)
+    exact = 50 * (math.log(0.1 + 0.9 * e) - math.log(0.9 + 0.1 * e))  # 19.85
+    assert abs((edge[1] - edge[0]) - exact) <= 1.0
