@@ -219,9 +219,17 @@ def _check_value(value, discrete):
         if discrete:
             integer = pt.eq(safe, pt.round(safe))
             finite = integer if finite is None else finite & integer
-    exact = pt.abs(safe) <= MAX_RELEASE
-    finite = exact if finite is None else finite & exact
-    return finite, pt.switch(exact, safe, 0.0)
+    v = constant_value(safe)
+    if v is not None:  # constant releases stay constants (the clamp's unused branches drop)
+        exact = np.abs(v) <= MAX_RELEASE
+        if np.all(exact):
+            return finite, safe
+        safe = pt.as_tensor_variable(np.where(exact, v, 0.0))
+        exact = pt.as_tensor_variable(exact)
+    else:
+        exact = pt.abs(safe) <= MAX_RELEASE
+        safe = pt.switch(exact, safe, 0.0)
+    return (exact if finite is None else finite & exact), safe
 
 
 # --------------------------------------------------------------------------------------------
