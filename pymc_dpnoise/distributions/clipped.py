@@ -420,7 +420,7 @@ def _summary_support_point(rv, size, *params):
 def _summary_rv_inputs(n, n_bins, size, rng):
     """``(n, n_bins, size, rng)`` of a summary RV: int64 counts, no batch size."""
     n = pt.cast(pt.as_tensor_variable(n), "int64")  # a constant or pm.Data (set_data)
-    n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
+    n_bins = pt.cast(pt.as_tensor_variable(n_bins), "int64")  # an int, or a rebuilt node's
     rng = normalize_rng_param(rng)
     size = normalize_size_param(size)
     if not (rv_size_is_none(size) or size.type.shape == (0,)):
