@@ -1054,8 +1054,9 @@ def noisy_binomial_logp(value, n, p, noise, param=None, lower=None, upper=None):
 
     ``noise`` is a noise spec of :mod:`pymc_dpnoise.noise` (its parameter is ``param`` when
     given, e.g. a tensor, else the spec's own) or a noise kind (a subclass of
-    :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a constant
-    parameter.  ``lower`` / ``upper`` (``None``: no clamp) are the release's clamp; where they
+    :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a parameter
+    fixed when the graph is built (a constant, or a graph of constants); a random one raises
+    :class:`SymbolicSigmaError`.  ``lower`` / ``upper`` (``None``: no clamp) are the release's clamp; where they
     are equal the release is that value with probability 1.  Exact; see the module docstring.
     """
     kind = _noise_type(noise)
