@@ -1056,8 +1056,8 @@ def noisy_binomial_logp(value, n, p, noise, param=None, lower=None, upper=None):
     given, e.g. a tensor, else the spec's own) or a noise kind (a subclass of
     :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a parameter
     fixed when the graph is built (a constant, or a graph of constants); a random one raises
-    :class:`SymbolicSigmaError`.  ``lower`` / ``upper`` (``None``: no clamp) are the release's clamp; where they
-    are equal the release is that value with probability 1.  Exact; see the module docstring.
+    :class:`SymbolicSigmaError`.  ``lower`` / ``upper`` (``None``: no clamp) are the release's
+    clamp; where they are equal the release is that value with probability 1.  Exact; see the module docstring.
     """
     kind = _noise_type(noise)
     parts = _binomial_parts(n, p, _noise_param(noise, param))
