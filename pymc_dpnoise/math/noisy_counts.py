@@ -489,14 +489,32 @@ def _trapezoid(term, c, h, half, lo, hi):
     return pt.log(h) + _lse(vals)
 
 
-def _sigma_max(sigma):
+class SymbolicSigmaError(ValueError, NotImplementedError):
+    """A Gaussian-kind count likelihood asked for at a ``sigma`` whose value is unknown when the
+    graph is built.
+
+    A ``ValueError`` (bad input: a random ``sigma``), and a ``NotImplementedError`` so that
+    ``pm.Truncated`` treats it like the refused ``icdf``: when it builds its sampler, PyMC asks
+    for the log CDF at fresh placeholder inputs (not the variable's constant ``sigma``), and
+    falls back to rejection sampling on ``NotImplementedError``.  The log densities PyMC builds
+    afterwards use the variable's own inputs, where a constant ``sigma`` is recovered.
+    """
+
+
+def _static_sigma(sigma):
+    """The value of ``sigma`` (a float64 array) if the graph fixes it when built: a constant,
+    a shared value, or a graph of constants only (folded); else :class:`SymbolicSigmaError`."""
     v = known_value(sigma)
     if v is None:
-        raise ValueError(
+        raise SymbolicSigmaError(
             "the Gaussian-noise count likelihoods need a constant `sigma` (the window they sum "
             "over is sized from it when the graph is built); got a symbolic value"
         )
-    return float(np.max(v))
+    return np.asarray(v, dtype="float64")
+
+
+def _sigma_max(sigma):
+    return float(np.max(_static_sigma(sigma)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -664,7 +682,7 @@ _HYBRID_CDF_NATS = 64.0
 def _use_hybrid_cdfs(fam, sigma):
     if not isinstance(fam, _Binomial) or fam.n_max is None:
         return False
-    v = np.asarray(known_value(sigma), dtype="float64")
+    v = _static_sigma(sigma)
     s_min, s_max = float(np.min(v)), float(np.max(v))
     if s_min < DG_SPLIT_MIN_SIGMA:
         return False
@@ -1036,9 +1054,10 @@ def noisy_binomial_logp(value, n, p, noise, param=None, lower=None, upper=None):
 
     ``noise`` is a noise spec of :mod:`pymc_dpnoise.noise` (its parameter is ``param`` when
     given, e.g. a tensor, else the spec's own) or a noise kind (a subclass of
-    :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a constant
-    parameter.  ``lower`` / ``upper`` (``None``: no clamp) are the release's clamp; where they
-    are equal the release is that value with probability 1.  Exact; see the module docstring.
+    :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a parameter
+    fixed when the graph is built (a constant, or a graph of constants); a random one raises
+    :class:`SymbolicSigmaError`.  ``lower`` / ``upper`` (``None``: no clamp) are the release's
+    clamp; where they are equal the release is that value with probability 1.  Exact; see the module docstring.
     """
     kind = _noise_type(noise)
     parts = _binomial_parts(n, p, _noise_param(noise, param))

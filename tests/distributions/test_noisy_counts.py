@@ -1046,3 +1046,25 @@ def test_clamp_atoms_far_from_the_mass_grid(kind, prm):
     for n in (10, 2 * 10**5, 10**6):
         _check_far("binomial", kind, n, prm, (1e-3, 0.4, 0.999))
     _check_far("poisson", kind, None, prm, (0.5, 50.0, 1e4, 1e6))
+
+
+@pytest.mark.parametrize("kind", [noise.Gaussian, noise.DiscreteGaussian])
+def test_gaussian_kinds_sigma_constant_graph_folds_random_sigma_refused(kind):
+    """A sigma fixed when the graph is built (here a graph of constants) is folded and gives the
+    constant's logp; a random sigma (a model parameter, also under pm.Truncated, which builds
+    its sampler anyway) is refused with the message naming `sigma`, as a ValueError."""
+    folded = pm.logp(pmd.NoisyPoisson.dist(6.0, noise=kind(pt.constant(1.5) * 2.0)), 3.0)
+    plain = pm.logp(pmd.NoisyPoisson.dist(6.0, noise=kind(3.0)), 3.0)
+    got, want = pytensor.function([], [folded, plain])()
+    assert got == want  # the same graph once folded: equal to the last bit
+    with pm.Model() as m:
+        sigma = pm.HalfNormal("sigma", 3.0)
+        pmd.NoisyPoisson("y", 6.0, noise=kind(sigma), observed=[3.0])
+        dist = pmd.NoisyPoisson.dist(6.0, noise=kind(sigma))
+        pm.Truncated("t", dist, lower=0.0, observed=[3.0])
+    with pytest.raises(ValueError, match="constant `sigma`"):
+        m.logp(vars=[m["y"]])
+    with pytest.raises(ValueError, match="constant `sigma`"):
+        m.logp(vars=[m["t"]])
+    with pytest.raises(ValueError, match="constant `sigma`"):
+        pm.logcdf(pmd.NoisyPoisson.dist(6.0, noise=kind(pt.dscalar("s"))), 3.0)
