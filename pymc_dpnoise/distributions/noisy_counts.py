@@ -56,6 +56,7 @@ from ._common import (
     _ninf_where_not,
     _refuse,
     _rv_inputs,
+    _rv_node,
     _to_floatx,
 )
 
@@ -137,8 +138,8 @@ class _NoisyCountRV(SymbolicRandomVariable):
         final_rng, noise = noise_type.pytensor_draw(param, size, rng_next)
         y = pt.clip(pt.cast(s, "float64") + noise, lower, upper)
         y = pt.cast(y, REPORT_DTYPE) if noise_type.discrete else _to_floatx(y)
-        op = cls(inputs=[rng, size, *params], outputs=[final_rng, y], noise_type=noise_type)
-        return op(rng, size, *params)
+        # the node's size is None where it was implied (see _rv_node)
+        return _rv_node(cls, rng, size, params, final_rng, y, noise_type=noise_type)
 
 
 class NoisyBinomialRV(_NoisyCountRV):
