@@ -15,12 +15,13 @@ difference.
 Used when the reports, the bounds and ε are constants (observed data: PyMC's
 ``get_jaxified_logp`` makes data constants), so that everything that depends on the data only
 is computed once, in NumPy, when the function is built.  With one parameter set (the usual
-model) in the region where the Numba kernel uses its linear-space form, every report is one
-elementwise pass in the reports' order: a report outside the interval is evaluated at its
-bound and moved by its distance from it over s (same derivatives), so that XLA emits a few
-loops over the reports and no gathers; the two normal CDFs per report are computed in one
-materialised array (``optimization_barrier``), so that the loops for the log density and its
-two derivatives do not each compute them again.  That choice is made under ``lax.cond``,
+model) in the region where the Numba kernel uses its linear-space form, a report outside the
+interval is evaluated at its bound and moved by its distance from it over s (same
+derivatives), so that the formulas run once per distinct clipped report (every report outside
+the interval is one of the two bounds), one elementwise pass gathered into the reports' order
+(or, when few reports are alike, one pass in their order and no gathers); the two normal
+CDFs per value are computed in one materialised array (``optimization_barrier``), so that
+the loops for the log density and its two derivatives do not each compute them again.  That choice is made under ``lax.cond``,
 which runs one branch; elsewhere, and with per-report parameters, the log-space forms run:
 the reports are split when the function is built into those inside the interval and those
 outside, the parameter-only terms are computed once, and reports outside the interval cost
@@ -257,6 +258,10 @@ def _inside(z, mu, sigma, a, b, q):
 _FAST_EPS = 50.0
 _FAST_KAP = 5.0
 _FAST_AB = 30.0
+#: the linear-space form runs on the distinct clipped reports when they are at most this share
+#: of the reports (below it the gather into the reports' order costs less than the formulas it
+#: saves)
+_DISTINCT_SHARE = 0.8
 
 
 def _ndtr(x):
@@ -353,15 +358,26 @@ def kernel(z, lower, upper, epsilon, grad):
         s0 = (b0 - a0) / e0
         zc = np.clip(z, a0, b0)
         shift = np.abs(z - zc) / s0
-        ea = np.exp(-(zc - a0) / s0)
+        # the distinct clipped reports: every report outside the interval is one of the two
+        # bounds, so that with many of them the formulas (two normal CDFs each) run on far
+        # fewer values, gathered back into the reports' order
+        zu, back = np.unique(zc, return_inverse=True)
+        if zu.size > _DISTINCT_SHARE * n:
+            zu, back = zc, None
+        ea = np.exp(-(zu - a0) / s0)
         eb = np.exp(-e0) / ea
 
     def _linear_all(mu, sigma, a, b, eps):
         """log p, d/dmu, d/dsigma of every report by the linear-space form (one parameter
-        set): one elementwise pass over the reports in their order, so that XLA emits one
-        loop (no gathers, no concatenation)."""
+        set): one elementwise pass over the distinct clipped reports (or over the reports in
+        their order when few are alike: no gathers), gathered into the reports' order."""
         q = _scalars(mu, sigma, a, b, eps)
-        lp, dmu, dsig = _inside_linear((zc - mu) / sigma, ea, eb, sigma, q)
+        lp, dmu, dsig = _inside_linear((zu - mu) / sigma, ea, eb, sigma, q)
+        if back is not None:
+            # materialised: XLA would otherwise fuse the formulas into the gathers, that is
+            # evaluate them once per report again
+            lp, dmu, dsig = lax.optimization_barrier((lp, dmu, dsig))
+            lp, dmu, dsig = lp[back], dmu[back], dsig[back]
         return lp - shift, dmu, dsig
 
     def _assemble(res):
