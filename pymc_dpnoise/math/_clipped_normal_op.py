@@ -191,14 +191,26 @@ class ClippedNormalLaplaceOp(Op):
             for o, g in zip(outs, output_grads, strict=True):
                 if not isinstance(g.type, DisconnectedType):
                     known[o] = g
+            # only the inputs the ungrouped op differentiates (mu, sigma, and any other input
+            # that depends on a free variable): asking for the others would ask for the
+            # reports', bounds' or epsilon's gradient, which is not implemented (NullType)
+            need = [i for i in range(6) if i in (1, 2) or _free_roots(inputs[i])]
             grads = pytensor.grad(
                 None,
-                list(inputs[:6]),
+                [inputs[i] for i in need],
                 known_grads=known,
                 disconnected_inputs="ignore",
                 return_disconnected="zero",
             )
-            return [*grads, disconnected_type()]
+            res = [
+                grad_not_implemented(
+                    self, i, inputs[i], "gradient with respect to reports, bounds or epsilon"
+                )
+                for i in range(6)
+            ]
+            for i, g in zip(need, grads, strict=True):
+                res[i] = g
+            return [*res, disconnected_type()]
 
         z, mu, sigma, lower, upper, epsilon = inputs
         g_lp, g_dmu, g_dsig = (
