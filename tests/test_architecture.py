@@ -29,14 +29,6 @@ PKG = ROOT / "pymc_dpnoise"
 PAGE = ROOT / "docs" / "architecture.rst"
 MAX_LINES = 800
 
-#: old import paths kept as re-exports of pymc_dpnoise.posterior_release (outside the rows)
-SHIMS = (
-    "pymc_dpnoise.bayesnet",
-    "pymc_dpnoise.release_reader",
-    "pymc_dpnoise.math.release",
-    "pymc_dpnoise.mechanisms.posterior",
-)
-
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -136,8 +128,8 @@ RANK = {name: len(ROWS) - 1 - i for i, row in enumerate(ROWS) for name in row}
 
 
 def _rank(module: str) -> int | None:
-    """The row of ``module`` (None for the package's own ``__init__`` and the old paths)."""
-    if module == "pymc_dpnoise" or module in SHIMS:
+    """The row of ``module`` (None for the package's own ``__init__``)."""
+    if module == "pymc_dpnoise":
         return None
     return RANK[module.split(".")[1]]
 
@@ -176,7 +168,7 @@ def test_no_import_cycle_in_the_package():
 def test_every_module_is_in_one_row_of_the_page():
     names = [n for row in ROWS for n in row]
     assert len(names) == len(set(names)), "a name is in two rows"
-    top = {m.split(".")[1] for m in MODULES if m != "pymc_dpnoise" and m not in SHIMS}
+    top = {m.split(".")[1] for m in MODULES if m != "pymc_dpnoise"}
     assert top - set(names) == set(), "modules missing from the page's rows"
     assert set(names) - top == set(), "names in the page's rows that are not modules"
 
@@ -191,15 +183,10 @@ def test_no_import_goes_up_a_row():
     assert upward == []
 
 
-def test_the_package_init_and_the_old_paths_are_what_the_page_says():
+def test_the_package_init_imports_no_module_of_the_package():
     """The package's ``__init__`` imports no module of the package (so importing it from any
-    row is no import up), and each old path only re-exports posterior_release."""
+    row is no import up)."""
     assert GRAPH["pymc_dpnoise"] == set()
-    text = PAGE.read_text(encoding="utf-8")
-    for shim in SHIMS:
-        assert f"``{shim}``" in text
-        targets = GRAPH[shim] - set(_ancestors(shim))
-        assert targets and all(t.startswith("pymc_dpnoise.posterior_release") for t in targets)
 
 
 @pytest.mark.parametrize(
