@@ -154,7 +154,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.random.basic import exponential, laplace, normal, uniform
 
-from ._validation import check_finite, constant_value
+from .validation import check_finite, constant_value
 
 
 class _MathNoise:

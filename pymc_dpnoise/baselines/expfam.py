@@ -100,8 +100,8 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .._validation import check_finite
 from ..mechanisms.core import _rng
+from ..validation import check_finite
 
 __all__ = [
     "conjugate_posterior",

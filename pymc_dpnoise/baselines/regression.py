@@ -16,8 +16,8 @@ import math
 import numpy as np
 from scipy import special
 
-from .._validation import check_finite, check_positive
 from ..mechanisms.core import _rng, analytic_gaussian_sigma
+from ..validation import check_finite, check_positive
 
 __all__ = ["ldp_sgd", "ldp_sgd_group_size"]
 

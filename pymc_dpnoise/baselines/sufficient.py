@@ -67,8 +67,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validation import check_finite
 from ..mechanisms.core import _rng
+from ..validation import check_finite
 
 __all__ = [
     "DEFAULT_ORDERS",

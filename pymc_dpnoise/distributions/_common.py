@@ -13,7 +13,7 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.tensor.random.basic import laplace
 from pytensor.tensor.random.utils import normalize_size_param
 
-from .._validation import constant_value
+from ..validation import constant_value
 
 
 def _f64(x):

@@ -40,8 +40,8 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.tensor.random.basic import exponential, multinomial, normal, poisson
 
 from .. import noise as noise_mod
-from .._validation import check_finite, check_positive, check_shapes, constant_value
 from ..math import expfam as emath
+from ..validation import check_finite, check_positive, check_shapes, constant_value
 from ._common import _f64, _NoImputeContinuous, _plus_laplace, _rv_inputs, _rv_node
 
 __all__ = [

@@ -106,7 +106,6 @@ import math
 
 import numpy as np
 
-from .._validation import check_less
 from ..noise import (
     _INTEGER_TYPE,
     _MAP_RTOL,
@@ -115,6 +114,7 @@ from ..noise import (
     _noise_step,
     _read_opendp,
 )
+from ..validation import check_less
 from .core import as_float, check_privacy_parameter, release_guard
 
 __all__ = [
