@@ -315,7 +315,7 @@ def sample_compiled(
     """
     import time
 
-    from ._optional import require
+    from .optional import require
 
     nutpie = require("nutpie", extra="samplers", feature="sample_compiled")
     t0 = time.perf_counter()
@@ -523,7 +523,7 @@ def simulation_based_calibration(
         raise ValueError("`n_replicates` must be >= 1")
     if sampler not in ("nutpie", "pymc", "numpyro"):
         raise ValueError("`sampler` must be one of 'nutpie', 'pymc', 'numpyro'")
-    from ._optional import require
+    from .optional import require
 
     feature = f"simulation_based_calibration(sampler={sampler!r})"
     if sampler == "nutpie":  # checked here, not in the worker processes

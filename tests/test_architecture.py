@@ -138,7 +138,7 @@ def test_the_graph_and_the_rows_are_read():
     """The parsers find what the checks below rely on (else those would pass on nothing)."""
     assert ROWS[0][:2] == ["cli", "experiments"] and ROWS[-1] == [
         "validation",
-        "_optional",
+        "optional",
         "_jax_dispatch",
     ]
     assert len(MODULES) > 80

@@ -76,9 +76,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._optional import require
 from ..baselines import expfam as bl
 from ..diagnostics import SBCProblem, mmd, posterior_quantile, sample_compiled
+from ..optional import require
 from .toolkit import experiment_parser, sbc_coverage, seeded_rng, write_table
 
 __all__ = [

@@ -163,7 +163,7 @@ def opendp_release(counts, rho: float):
     the release and the measurement; the zCDP cost that OpenDP's privacy map states is checked
     against ``rho`` to 1e-9.
     """
-    from .._optional import require
+    from ..optional import require
 
     dp = require("opendp.prelude", extra="notebooks", feature="the real_releases experiment")
     dp.enable_features("contrib")

@@ -163,7 +163,7 @@ class OpenDPRelease:
 
 
 def _opendp():
-    from .._optional import require
+    from ..optional import require
 
     dp = require("opendp.prelude", extra="opendp", feature="releasing with OpenDP")
     dp.enable_features("contrib")
