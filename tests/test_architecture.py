@@ -136,11 +136,7 @@ def _rank(module: str) -> int | None:
 
 def test_the_graph_and_the_rows_are_read():
     """The parsers find what the checks below rely on (else those would pass on nothing)."""
-    assert ROWS[0][:2] == ["cli", "experiments"] and ROWS[-1] == [
-        "validation",
-        "optional",
-        "_jax_dispatch",
-    ]
+    assert ROWS[0][:2] == ["cli", "experiments"] and ROWS[-1] == ["validation", "optional"]
     assert len(MODULES) > 80
     assert "pymc_dpnoise.math" in GRAPH["pymc_dpnoise.distributions.clipped"]
     # function-level imports count

@@ -1,4 +1,4 @@
-"""The package's JAX implementations are registered lazily (pymc_dpnoise._jax_dispatch).
+"""The package's JAX implementations are registered lazily (pymc_dpnoise.math._jax_dispatch).
 
 Importing the distributions must not import JAX (3-14 CPU-s per fresh process for users who
 never sample with a JAX backend), and the JAX implementations of the custom ops must still be

@@ -26,7 +26,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.blockwise import Blockwise
 
-from .._jax_dispatch import when_jax_dispatch_loads
+from ._jax_dispatch import when_jax_dispatch_loads
 
 __all__ = ["cholesky_inverse", "spd_inverse_logdet"]
 
