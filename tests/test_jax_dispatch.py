@@ -19,7 +19,7 @@ import pytest
 _USE_OPS = """
 import numpy as np, pytensor, pytensor.tensor as pt
 from pymc_dpnoise.math import clipped_normal_laplace_logp
-from pymc_dpnoise.math._linalg import cholesky_inverse
+from pymc_dpnoise.math.linalg import cholesky_inverse
 from pymc_dpnoise.math._special import log_binom_pmf
 
 x = pt.dmatrix("x")

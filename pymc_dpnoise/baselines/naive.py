@@ -470,7 +470,7 @@ def _linreg(p, obs, op, size=None):
 
 
 def _scatter_logp(value, theta, sigma, cov, n, _shape):
-    from ..math._linalg import spd_inverse_logdet
+    from ..math.linalg import spd_inverse_logdet
 
     c = _clean_joint_cov(theta, sigma, cov)
     prec, logdet, _ = spd_inverse_logdet(c)

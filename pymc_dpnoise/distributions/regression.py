@@ -26,7 +26,7 @@ from pytensor.tensor.random.basic import gamma, multivariate_normal, normal, uni
 from pytensor.tensor.random.utils import normalize_size_param
 
 from ..math import regression as rmath
-from ..math._linalg import spd_inverse_logdet
+from ..math.linalg import spd_inverse_logdet
 from ..validation import (
     broadcasts_to,
     check_finite,

@@ -28,7 +28,7 @@ from pytensor.tensor.blockwise import Blockwise
 
 from ._jax_dispatch import when_jax_dispatch_loads
 
-__all__ = ["cholesky_inverse", "spd_inverse_logdet"]
+__all__ = ["CholeskyInverse", "cholesky_inverse", "spd_inverse_logdet"]
 
 
 class CholeskyInverse(Op):
