@@ -926,13 +926,14 @@ def from_census(variance) -> DiscreteGaussian:
 
 
 # ------------------------------------------------------------------------------------------------
-# Reading an OpenDP measurement (from_opendp; pymc_dpnoise.mechanisms.opendp_releases uses these)
+# Reading an OpenDP measurement (from_opendp; pymc_dpnoise.mechanisms.opendp_releases uses the
+# public names below, which are not in __all__: they are shared inside the package)
 # ------------------------------------------------------------------------------------------------
 
 #: :data:`pymc_dpnoise.mechanisms.opendp_releases.MAP_RTOL` (documented there)
-_MAP_RTOL = 1e-6
+MAP_RTOL = 1e-6
 
-_INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
+INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
 _FLOAT_TYPES = ("f32", "f64")
 _MEASURES = {"MaxDivergence": "make_laplace", "ZeroConcentratedDivergence": "make_gaussian"}
 _NOISE_MAKERS = {"make_laplace", "make_gaussian"}
@@ -946,7 +947,7 @@ def _constructor(obj):
     return info.get("__function__"), info.get("__kwargs__", {}) or {}
 
 
-def _noise_step(measurement):
+def opendp_noise_step(measurement):
     """The make_laplace / make_gaussian measurement at the end of ``measurement``, and the
     transformations before it (in order of application)."""
     before = []
@@ -978,13 +979,13 @@ def _map(obj, d, what):
         raise ValueError(f"OpenDP's privacy map of {what} refuses `d_in`={d!r}: {err}") from None
 
 
-def _element_type(domain) -> str:
+def opendp_element_type(domain) -> str:
     carrier = str(domain.carrier_type)
     inner = re.fullmatch(r"Vec<(.+)>", carrier)
     return inner.group(1) if inner else carrier
 
 
-def _read_opendp(measurement, d_in):
+def read_opendp(measurement, d_in):
     """``(spec, element type, stated privacy, d at the noise)`` of a checked measurement."""
     if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
         raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
@@ -1001,7 +1002,7 @@ def _read_opendp(measurement, d_in):
             "make_zCDP_to_approxDP / make_fix_delta) are not read: pass the zCDP measurement "
             "they were built from"
         )
-    noise_meas, fn, kw, before = _noise_step(measurement)
+    noise_meas, fn, kw, before = opendp_noise_step(measurement)
     if fn is not None and _MEASURES[measure] != fn:  # pragma: no cover - OpenDP forbids it
         raise ValueError(f"`{fn}` with output measure {measure} is not a noise spec")
     gaussian = measure == "ZeroConcentratedDivergence"
@@ -1016,8 +1017,8 @@ def _read_opendp(measurement, d_in):
             "loss to check the noise against; give the distance of one person's change"
         )
 
-    elem = _element_type(noise_meas.input_domain)
-    if _INTEGER_TYPE.fullmatch(elem):
+    elem = opendp_element_type(noise_meas.input_domain)
+    if INTEGER_TYPE.fullmatch(elem):
         cls = DiscreteGaussian if gaussian else DiscreteLaplace
     elif elem in _FLOAT_TYPES:
         cls = Gaussian if gaussian else Laplace
@@ -1039,7 +1040,7 @@ def _read_opendp(measurement, d_in):
         # ... and the map's shape checked at twice the distance (linear / quadratic)
         twice = float(_map(noise_meas, d * 2, "the measurement"))
         expect = stated * (4.0 if gaussian else 2.0)
-        if not abs(twice - expect) <= _MAP_RTOL * expect:
+        if not abs(twice - expect) <= MAP_RTOL * expect:
             raise ValueError(
                 f"OpenDP's map is {stated!r} at d_in={d!r} and {twice!r} at twice that "
                 f"(expected {expect!r} for {cls.__name__} noise): not a Laplace / Gaussian "
@@ -1051,12 +1052,12 @@ def _read_opendp(measurement, d_in):
         raise ValueError(f"{how} is outside the noise specs' range: {err}") from None
 
     expected = spec.rho(d_noise) if gaussian else spec.epsilon(d_noise)
-    if not abs(stated - expected) <= _MAP_RTOL * expected:
+    if not abs(stated - expected) <= MAP_RTOL * expected:
         kind = "rho" if gaussian else "epsilon"
         raise ValueError(
             f"OpenDP's privacy map states {kind}={stated!r} at d_in={d_in!r}, but {spec!r} at "
             f"sensitivity {d_noise!r} has {kind}={expected!r} (relative difference "
-            f"{abs(stated - expected) / expected:.2e} > MAP_RTOL={_MAP_RTOL:g}): the noise is "
+            f"{abs(stated - expected) / expected:.2e} > MAP_RTOL={MAP_RTOL:g}): the noise is "
             "not that spec (e.g. a float measurement with a coarse granularity `k`, whose "
             "lattice OpenDP's map accounts for)"
         )
@@ -1065,4 +1066,4 @@ def _read_opendp(measurement, d_in):
 
 def from_opendp(measurement, d_in=1):
     """The spec of an OpenDP measurement's noise; see :mod:`pymc_dpnoise.mechanisms.opendp_releases`."""
-    return _read_opendp(measurement, d_in)[0]
+    return read_opendp(measurement, d_in)[0]

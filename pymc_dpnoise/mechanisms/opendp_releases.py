@@ -107,12 +107,22 @@ import math
 import numpy as np
 
 from ..noise import (
-    _INTEGER_TYPE,
-    _MAP_RTOL,
+    INTEGER_TYPE as _INTEGER_TYPE,
+)
+from ..noise import (
+    MAP_RTOL as _MAP_RTOL,
+)
+from ..noise import (
     Noise,
-    _element_type,
-    _noise_step,
-    _read_opendp,
+)
+from ..noise import (
+    opendp_element_type as _element_type,
+)
+from ..noise import (
+    opendp_noise_step as _noise_step,
+)
+from ..noise import (
+    read_opendp as _read_opendp,
 )
 from ..validation import check_less
 from .core import as_float, check_privacy_parameter, release_guard
