@@ -421,7 +421,12 @@ class SBCResult:
         return pd.DataFrame(rows)
 
 
-def _fit_nutpie(compiled, reports, draws, tune, chains, seed):
+def fit_nutpie(compiled, reports, draws, tune, chains, seed):
+    """Sample a compiled nutpie model with ``reports`` as its data; returns nutpie's trace.
+
+    The simulation loops' sampler (one core, no progress bar); not in ``__all__``:
+    :func:`sample_compiled` is the user-facing form.
+    """
     import nutpie
 
     c = compiled.with_data(reports=reports)
@@ -445,7 +450,7 @@ def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
                 import nutpie
 
                 compiled = nutpie.compile_pymc_model(problem.build_model(reports, noise_aware))
-            trace = _fit_nutpie(
+            trace = fit_nutpie(
                 compiled, problem.model_data(reports, noise_aware), draws, tune, chains, seed
             )
         else:

@@ -743,7 +743,7 @@ def posterior_contraction(
     """
     import warnings
 
-    from ..diagnostics import _fit_nutpie
+    from ..diagnostics import fit_nutpie as _fit_nutpie
 
     nutpie = require("nutpie", extra="notebooks", feature="posterior_contraction")
 
