@@ -272,7 +272,7 @@ class NoisyMultinomialSBC(SBCProblem):
     @property
     def variant(self) -> str:
         """The latent parametrisation of :func:`~pymc_dpnoise.LaplaceNoisyMultinomial`."""
-        from ..distributions.expfam import _auto_latent
+        from ..distributions.expfam import auto_latent as _auto_latent
 
         return _auto_latent(self.n, self.epsilon, 2.0)
 
