@@ -18,12 +18,15 @@
 * :func:`compare` and :func:`observed_data_differences` — ``az.compare`` only after checking
   that the fits score the same observed data (a naive model of rounded or projected counts
   does not).
+* :func:`check_map` — warn when a parameter of a privacy likelihood has its MAP estimate at a
+  boundary of its support (``pm.find_MAP``, ``pymc_extras.find_MAP`` / ``fit_laplace``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -34,10 +37,12 @@ from scipy import stats
 
 __all__ = [
     "DEFAULT_LEVELS",
+    "BoundaryMAPWarning",
     "SBCProblem",
     "SBCResult",
     "auc",
     "binomial_band",
+    "check_map",
     "compare",
     "coverage_table",
     "ecdf_distance",
@@ -347,6 +352,187 @@ def sample_compiled(
 
 
 # --------------------------------------------------------------------------------------------
+# MAP estimates at a boundary
+# --------------------------------------------------------------------------------------------
+
+
+class BoundaryMAPWarning(UserWarning):
+    """A parameter of a privacy likelihood has its MAP estimate at a boundary of its support."""
+
+
+def _unconstrained_point(model, map_point):
+    """``{value variable name: array}`` from a ``pm.find_MAP`` dict or a pymc-extras result."""
+    shapes = {k: np.shape(v) for k, v in model.initial_point().items()}
+    if hasattr(map_point, "children") and "fit" in map_point.children:  # a DataTree
+        fit = map_point["fit"]
+        rows = [str(r).split("[")[0] for r in fit["rows"].values]
+        mean = np.asarray(fit["mean_vector"].values, dtype=float)
+        flat: dict = {}
+        for name, value in zip(rows, mean, strict=True):
+            flat.setdefault(name, []).append(value)
+    else:
+        flat = dict(map_point)
+    missing = sorted(set(shapes) - set(flat))
+    if missing:
+        raise ValueError(
+            f"map_point: no value for {missing}; pass the dict of pm.find_MAP (with its "
+            "transformed values, the default) or the result of pymc_extras.find_MAP / fit_laplace"
+        )
+    return {k: np.asarray(flat[k], dtype=float).reshape(shape) for k, shape in shapes.items()}
+
+
+def _param_names(node):
+    import inspect
+
+    try:
+        names = [
+            n
+            for n, p in inspect.signature(type(node.op).rv_op).parameters.items()
+            if n not in ("size", "rng") and p.kind is p.POSITIONAL_OR_KEYWORD
+        ]
+    except (TypeError, ValueError):  # pragma: no cover - no introspectable rv_op
+        names = []
+    params = node.op.dist_params(node)
+    return [names[i] if i < len(names) else f"parameter {i}" for i in range(len(params))]
+
+
+def _privacy_parameters(model):
+    """``{free RV: [(parameter name, distribution name, variable name), ...]}`` for every free
+    variable a parameter of one of this package's distributions depends on."""
+    from pytensor.graph.traversal import ancestors
+
+    free = set(model.free_RVs)
+    feeds: dict = {}
+    for rv in model.basic_RVs:
+        node = rv.owner
+        if node is None or not type(node.op).__module__.startswith("pymc_dpnoise."):
+            continue
+        dist = node.op._print_name[0] if hasattr(node.op, "_print_name") else type(node.op)
+        for pname, param in zip(_param_names(node), node.op.dist_params(node), strict=True):
+            for anc in ancestors([param]):
+                if anc in free:
+                    feeds.setdefault(anc, []).append((pname, dist, rv.name))
+    return feeds
+
+
+def check_map(
+    model, map_point, *, step: float = 4.0, tol: float = 0.05, warn: bool = True
+) -> list[dict]:
+    r"""Warn where a MAP estimate sits at a boundary of a privacy likelihood's parameter.
+
+    When the reports vary less than the privacy noise alone would make them, the likelihood
+    of a clipped-normal (or other noise-aware) model is largest where the population's spread
+    vanishes: the noise explains everything.  ``pm.find_MAP`` then returns a scale parameter
+    at its boundary (:math:`\sigma \to 0`; the optimiser stops wherever the log density has
+    become flat, e.g. :math:`\sigma = 10^{-3}`), and a Laplace approximation around it
+    (``pymc_extras.fit_laplace``) describes a degenerate posterior.  The posterior itself is
+    proper, with its mass away from the boundary, and NUTS (``pm.sample``) finds it.
+
+    The check: for every free variable that a parameter of one of this package's
+    distributions depends on and that has a transform (a bounded support), each element is
+    moved by ``±step`` on PyMC's unconstrained scale (a factor :math:`e^{4} \approx 55` for a
+    log-transformed scale) and the log density that ``find_MAP`` maximises (without the
+    Jacobian) is evaluated.  At an interior mode it drops in both directions; if it drops by
+    less than ``tol`` nats in one of them, the data say nothing beyond that side: the MAP is
+    at the boundary (or on a flat ridge, where a Laplace approximation is just as wrong).
+    Cost: one compiled log density and two evaluations per element.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model the MAP was computed for.
+    map_point : dict or xarray.DataTree
+        The result of ``pm.find_MAP`` (a dict holding the transformed values, PyMC's default,
+        or its DataTree with ``return_inferencedata=True``), or of ``pymc_extras.find_MAP`` /
+        ``pymc_extras.fit_laplace`` (their ``fit`` group).
+    step : float, default 4.0
+        Move on the unconstrained scale.
+    tol : float, default 0.05
+        Largest drop of the log density (nats) that counts as flat.
+    warn : bool, default True
+        Emit a :class:`BoundaryMAPWarning` per flagged variable (else only return them).
+
+    Returns
+    -------
+    list of dict
+        One per flagged variable: ``variable``, ``value_variable``, ``index`` (the first
+        flagged element), ``direction`` (-1 or +1 on the unconstrained scale), ``drop`` (nats)
+        and ``feeds`` (the ``(parameter, distribution, variable)`` it enters).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, warnings
+    >>> import pymc_dpnoise as pmd
+    >>> from pymc_dpnoise.diagnostics import check_map
+    >>> z = np.random.default_rng(1).normal(0.0, 1.0, 100)  # sd 1; the noise alone has sd 8.5
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 5.0)
+    ...     sigma = pm.HalfNormal("sigma", 3.0)
+    ...     y = pmd.LaplacePerturbedClippedNormal(
+    ...         "y", mu=mu, sigma=sigma, lower=-3.0, upper=3.0, epsilon=1.0, observed=z
+    ...     )
+    >>> point = pm.find_MAP(
+    ...     model=model, progressbar=False, return_inferencedata=True, jitter=False
+    ... )
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     [(f["variable"], f["direction"]) for f in check_map(model, point)]
+    [('sigma', -1)]
+    """
+    point = _unconstrained_point(model, map_point)
+    feeds_of = {
+        rv: feeds
+        for rv, feeds in _privacy_parameters(model).items()
+        if model.rvs_to_transforms.get(rv) is not None
+    }
+    if not feeds_of:
+        return []
+    logp = model.compile_logp(jacobian=False)
+    base = float(logp(point))
+    found = []
+    for rv, feeds in feeds_of.items():
+        name = model.rvs_to_values[rv].name
+        hit = _flat_side(logp, point, name, base, step, tol)
+        if hit is None:
+            continue
+        index, direction, drop = hit
+        found.append(
+            dict(
+                variable=rv.name, value_variable=name, index=index, direction=direction,
+                drop=drop, feeds=feeds,
+            )
+        )  # fmt: skip
+        if warn:
+            uses = "; ".join(f"the {p} of {d} {v!r}" for p, d, v in feeds)
+            where = f"{rv.name}{list(index) if index else ''}"
+            warnings.warn(
+                f"{where}: the MAP is at a boundary of its support: moving {name} by "
+                f"{direction * step:+g} lowers the log density by only {drop:.2g} nats. "
+                f"{rv.name} is {uses}. This happens when the privacy noise alone explains the "
+                "reports' spread; the MAP and a Laplace approximation around it "
+                "(pymc_extras.fit_laplace) then do not describe the posterior, whose mass is "
+                "away from the boundary. Sample it with pm.sample (NUTS) instead.",
+                BoundaryMAPWarning,
+                stacklevel=2,
+            )
+    return found
+
+
+def _flat_side(logp, point, name, base, step, tol):
+    """``(index, direction, drop)`` of the first element of ``point[name]`` whose move by
+    ``direction * step`` lowers ``logp`` by less than ``tol``; None if there is none."""
+    u = point[name]
+    for index in np.ndindex(u.shape):
+        for direction in (-1, 1):
+            moved = u.copy()
+            moved[index] += direction * step
+            drop = base - float(logp({**point, name: moved}))
+            if drop < tol:
+                return index, direction, drop
+    return None
+
+
+# --------------------------------------------------------------------------------------------
 # SBC problems
 # --------------------------------------------------------------------------------------------
 
@@ -435,6 +621,24 @@ def fit_nutpie(compiled, reports, draws, tune, chains, seed):
     )
 
 
+def fit_pymc(model, draws, tune, chains, seed, sampler="pymc"):
+    """``pm.sample`` as the checks run it: one core, no progress bar, no convergence checks
+    (the callers compute their own R-hat)."""
+    import pymc as pm
+
+    return pm.sample(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=1,
+        random_seed=seed,
+        progressbar=False,
+        model=model,
+        nuts_sampler=sampler,
+        compute_convergence_checks=False,
+    )
+
+
 def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
     import warnings
 
@@ -454,20 +658,8 @@ def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
                 compiled, problem.model_data(reports, noise_aware), draws, tune, chains, seed
             )
         else:
-            import pymc as pm
-
             model = problem.build_model(reports, noise_aware)
-            trace = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=1,
-                random_seed=seed,
-                progressbar=False,
-                model=model,
-                nuts_sampler=sampler,
-                compute_convergence_checks=False,
-            )
+            trace = fit_pymc(model, draws, tune, chains, seed, sampler)
         row_q, row_t, rhats = [], [], []
         for post, true in problem.extract(trace.posterior, truth):
             row_q.append(posterior_quantile(post, true))

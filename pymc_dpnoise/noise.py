@@ -19,8 +19,8 @@ is what :class:`~pymc_dpnoise.NoisyBinomial` and :class:`~pymc_dpnoise.NoisyPois
    * - :class:`DiscreteLaplace` ``(scale)``
      - :math:`\frac{1-a}{1+a} a^{|k|}`, :math:`a = e^{-1/b}`, integer
      - :math:`\varepsilon = \Delta/b`
-     - OpenDP ``make_laplace`` on integers; Tumult ``"LAPLACE"`` (double-sided geometric);
-       SmartNoise counts
+     - OpenDP ``make_laplace`` / ``make_geometric`` on integers; Tumult ``"GEOMETRIC"``
+       (double-sided geometric); SmartNoise counts
    * - :class:`RoundedLaplace` ``(scale)``
      - :math:`\mathrm{round}(L)`, :math:`L \sim \mathrm{Laplace}(b)`, integer
      - :math:`\varepsilon = \Delta/b`
@@ -28,12 +28,12 @@ is what :class:`~pymc_dpnoise.NoisyBinomial` and :class:`~pymc_dpnoise.NoisyPois
    * - :class:`Gaussian` ``(sigma)``
      - :math:`\mathcal N(0, \sigma^2)`, real
      - :math:`\rho = \Delta^2/(2\sigma^2)` (zCDP)
-     - Gaussian mechanisms on floats
+     - Gaussian mechanisms on floats (OpenDP, Tumult ``"GAUSSIAN"``, python-dp)
    * - :class:`DiscreteGaussian` ``(sigma)``
      - :math:`\propto e^{-k^2/(2\sigma^2)}`, integer
      - :math:`\rho = \Delta^2/(2\sigma^2)` (zCDP)
-     - OpenDP ``make_gaussian`` on integers; Tumult ``"GAUSSIAN"``; the US 2020 Census
-       noisy measurement files
+     - OpenDP ``make_gaussian`` on integers; Tumult ``"DISCRETE_GAUSSIAN"``; the US 2020
+       Census noisy measurement files
 
 Derivations
 -----------
@@ -71,8 +71,8 @@ Reading real releases
 ---------------------
 :func:`from_opendp` (an OpenDP measurement), :func:`from_tumult` (Tumult Analytics'
 ``noise_mechanism`` / ``noise_parameter``), :func:`from_python_dp` (Google's DP library
-``Count``) and :func:`from_census` (a 2020 Census noisy measurement's variance) build the
-spec of a real release; :doc:`/real_releases` has the table.
+``Count`` and ``GaussianMechanism``) and :func:`from_census` (a 2020 Census noisy
+measurement's :math:`\sigma^2` or exact variance) build the spec of a real release; :doc:`/real_releases` has the table.
 
 A noise kind of your own
 ------------------------
@@ -592,7 +592,7 @@ class DiscreteLaplace(_LaplaceKind):
     r"""Discrete Laplace (double-sided geometric) noise, :math:`P(k) = \frac{1-a}{1+a}a^{|k|}`.
 
     :math:`a = e^{-1/b}`; OpenDP's ``make_laplace`` on an integer domain and Tumult's
-    ``"LAPLACE"`` on counts (its ``noise_parameter`` is :math:`b`).
+    ``"GEOMETRIC"`` on counts (its ``noise_parameter`` is :math:`b`).
 
     Parameters
     ----------
@@ -756,8 +756,8 @@ class DiscreteGaussian(_GaussianKind):
     r"""Discrete Gaussian noise, :math:`P(k) \propto e^{-k^2/(2\sigma^2)}` on the integers.
 
     Canonne, Kamath & Steinke (2020): :math:`\rho`-zCDP with :math:`\rho =
-    \Delta^2/(2\sigma^2)`.  OpenDP's ``make_gaussian`` on integers, Tumult's ``"GAUSSIAN"``
-    (its ``noise_parameter`` is :math:`\sigma^2`) and the 2020 Census noisy measurements.
+    \Delta^2/(2\sigma^2)`.  OpenDP's ``make_gaussian`` on integers, Tumult's
+    ``"DISCRETE_GAUSSIAN"`` (its ``noise_parameter`` is :math:`\sigma^2`) and the 2020 Census noisy measurements.
 
     Parameters
     ----------
@@ -857,72 +857,286 @@ def as_noise(noise) -> Noise:
 # Reading real releases
 # ------------------------------------------------------------------------------------------------
 
+#: Tumult Analytics' ``noise_mechanism`` names (``_NoiseMechanism``), each naming one noise:
+#: ``(spec class, parameter is sigma^2, integer outputs?)``.  GEOMETRIC / DISCRETE_GAUSSIAN are
+#: what Tumult adds to integer outputs, LAPLACE / GAUSSIAN the continuous noise of float outputs.
+_TUMULT = {
+    "GEOMETRIC": ("DiscreteLaplace", False, True),
+    "DISCRETE_GAUSSIAN": ("DiscreteGaussian", True, True),
+    "LAPLACE": ("Laplace", False, False),
+    "GAUSSIAN": ("Gaussian", True, False),
+}
 
-def from_tumult(noise_mechanism, noise_parameter, *, integer=True) -> Noise:
+
+def from_tumult(noise_mechanism, noise_parameter, *, integer=None) -> Noise:
     r"""The spec of a Tumult Analytics output from its ``noise_mechanism`` and ``noise_parameter``.
 
-    Tumult's session reports, for each output, the noise it added.  On integer outputs (counts)
-    ``"LAPLACE"`` is the double-sided geometric with :math:`\alpha` = ``noise_parameter``
-    (:class:`DiscreteLaplace` with that scale) and ``"GAUSSIAN"`` the discrete Gaussian with
-    :math:`\sigma^2` = ``noise_parameter``; on float outputs (``integer=False``) the continuous
-    Laplace and Gaussian with the same parameters.
+    Tumult's session reports, for each output column, the noise it added; the mechanism's name
+    says which noise it is (Tumult Analytics 0.21):
+
+    ======================  ==================  ===============================================
+    ``noise_mechanism``     outputs             spec (``noise_parameter`` is ...)
+    ======================  ==================  ===============================================
+    ``"GEOMETRIC"``         integer (counts,    :class:`DiscreteLaplace`, scale
+                            integer sums)       :math:`\alpha` = ``noise_parameter``
+    ``"DISCRETE_GAUSSIAN"`` integer             :class:`DiscreteGaussian`, :math:`\sigma^2` =
+                                                ``noise_parameter`` (the :math:`\sigma^2` of
+                                                :math:`e^{-k^2/2\sigma^2}`, not the variance)
+    ``"LAPLACE"``           float               :class:`Laplace`, scale :math:`b` =
+                                                ``noise_parameter``
+    ``"GAUSSIAN"``          float               :class:`Gaussian`, :math:`\sigma^2` =
+                                                ``noise_parameter``
+    ======================  ==================  ===============================================
+
+    No name is ambiguous, so ``integer`` is only a check: ``integer=True`` with ``"LAPLACE"`` /
+    ``"GAUSSIAN"`` (Tumult never puts them on integers) or ``integer=False`` with
+    ``"GEOMETRIC"`` / ``"DISCRETE_GAUSSIAN"`` is refused rather than read as another noise.
+
+    Parameters
+    ----------
+    noise_mechanism : str or enum member
+        ``"GEOMETRIC"``, ``"DISCRETE_GAUSSIAN"``, ``"LAPLACE"`` or ``"GAUSSIAN"`` (any case;
+        Tumult's ``_NoiseMechanism`` members are accepted by name).
+    noise_parameter : float or array_like
+        The scale (Laplace kinds) or :math:`\sigma^2` (Gaussian kinds); the resulting scale or
+        :math:`\sigma` must lie in ``[PARAM_MIN, PARAM_MAX]``.
+    integer : bool, optional
+        Whether the output column is integer; if given, it must agree with the name.
 
     Examples
     --------
-    >>> from_tumult("GAUSSIAN", 4.0)
+    >>> from_tumult("DISCRETE_GAUSSIAN", 4.0)
     DiscreteGaussian(sigma=2.0)
+    >>> from_tumult("GAUSSIAN", 4.0)
+    Gaussian(sigma=2.0)
     >>> from_tumult("GEOMETRIC", 2.5)
     DiscreteLaplace(scale=2.5)
     """
-    mech = str(getattr(noise_mechanism, "name", noise_mechanism)).upper()
-    mech = mech.rsplit(".", 1)[-1]
-    param = np.asarray(noise_parameter, dtype="float64")
-    if mech in ("LAPLACE", "GEOMETRIC", "DISCRETE_LAPLACE"):
-        return (DiscreteLaplace if integer else Laplace)(_scalar_or_array(param))
-    if mech in ("GAUSSIAN", "DISCRETE_GAUSSIAN"):
-        _check_param("noise_parameter", param)
-        return (DiscreteGaussian if integer else Gaussian)(_scalar_or_array(np.sqrt(param)))
-    raise ValueError(
-        f"`noise_mechanism` must be Tumult's LAPLACE, GEOMETRIC, GAUSSIAN or DISCRETE_GAUSSIAN; "
-        f"got {noise_mechanism!r}"
-    )
+    mech = str(getattr(noise_mechanism, "name", noise_mechanism)).upper().rsplit(".", 1)[-1]
+    if mech not in _TUMULT:
+        raise ValueError(
+            "`noise_mechanism` must be Tumult's GEOMETRIC, DISCRETE_GAUSSIAN, LAPLACE or "
+            f"GAUSSIAN; got {noise_mechanism!r}"
+        )
+    cls_name, squared, on_integers = _TUMULT[mech]
+    if integer is not None and bool(integer) != on_integers:
+        fits = "GEOMETRIC or DISCRETE_GAUSSIAN" if integer else "LAPLACE or GAUSSIAN"
+        raise ValueError(
+            f"`noise_mechanism`={mech!r} is Tumult's noise for "
+            f"{'integer' if on_integers else 'float'} outputs, but `integer`={integer!r}: "
+            f"Tumult reports the noise of {'integer' if integer else 'float'} outputs as {fits}"
+        )
+    arr = np.asarray(noise_parameter)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"`noise_parameter` must be a positive number; got {noise_parameter!r}")
+    arr = arr.astype("float64")
+    check_finite("noise_parameter", arr)
+    low, high = (PARAM_MIN**2, PARAM_MAX**2) if squared else (PARAM_MIN, PARAM_MAX)
+    if np.any(arr < low) or np.any(arr > high):
+        what = "sigma^2" if squared else "the scale"
+        bad = arr[(arr < low) | (arr > high)].ravel()[:5]
+        raise ValueError(
+            f"`noise_parameter` ({what} for {mech}) must be in [{low:g}, {high:g}] (a "
+            f"{'sigma' if squared else 'scale'} in [{PARAM_MIN:g}, {PARAM_MAX:g}], the noise "
+            f"specs' range); got {bad}"
+        )
+    param = _scalar_or_array(np.sqrt(arr) if squared else arr)
+    return globals()[cls_name](param)
 
 
-def from_python_dp(epsilon, l0_sensitivity=1, linf_sensitivity=1) -> RoundedLaplace:
-    r"""The spec of a Google DP library (python-dp) ``Count`` with integer output.
+#: relative width at which python-dp's search for the Gaussian sigma stops (its C++
+#: ``kGaussianSigmaAccuracy``, algorithms/internal/gaussian-stddev-calculator.cc)
+_PYDP_SIGMA_ACCURACY = 1e-3
 
-    python-dp adds continuous Laplace noise of scale :math:`\Delta_0\Delta_\infty/\varepsilon`
-    (partitions a person contributes to, times contributions per partition) and rounds the
-    result to the nearest integer; nothing is clamped, so negative counts occur.
+
+def _python_dp_gaussian_sigma(epsilon, delta, l2):
+    """python-dp's Gaussian sigma: its exponential then binary search, step by step.
+
+    The Google DP library (C++, which python-dp wraps) brackets sigma by doubling from the L2
+    sensitivity while Balle & Wang's (2018, Theorem 8) delta of sigma exceeds the target, then
+    halves the bracket until it is narrower than 1e-3 of its lower end, and returns the upper
+    end: a sigma up to 0.1% above the analytic one.  The same arithmetic in doubles (the
+    standard normal CDF as ``erfc(-x/sqrt(2))/2``) gives the same sigma.
+    """
+
+    def delta_of(sigma):
+        a, b = l2 / (2.0 * sigma), epsilon * sigma / l2
+        if math.isnan(b):  # pragma: no cover - only for inf/0 inputs, refused above
+            return 0.0
+        cdf = lambda x: math.erfc(-x / math.sqrt(2.0)) / 2.0  # noqa: E731
+        return cdf(a - b) - math.exp(epsilon) * cdf(-a - b)
+
+    lower, upper = np.finfo(float).tiny, l2
+    while delta_of(upper) > delta:
+        lower, upper = upper, 2.0 * upper
+    while upper - lower > _PYDP_SIGMA_ACCURACY * lower:
+        middle = (lower + upper) / 2.0
+        if delta_of(middle) > delta:
+            lower = middle
+        else:
+            upper = middle
+    return upper
+
+
+def from_python_dp(
+    epsilon,
+    l0_sensitivity=1,
+    linf_sensitivity=1,
+    *,
+    mechanism="laplace",
+    delta=None,
+    l2_sensitivity=None,
+) -> Noise:
+    r"""The spec of a Google DP library (python-dp) release.
+
+    ``mechanism="laplace"`` (default): a ``Count`` (or any Laplace mechanism) with integer
+    output.  python-dp adds continuous Laplace noise of scale
+    :math:`\Delta_0\Delta_\infty/\varepsilon` (partitions a person contributes to, times
+    contributions per partition) and rounds the result to the nearest integer; nothing is
+    clamped, so negative counts occur: :class:`RoundedLaplace`.
+
+    ``mechanism="gaussian"``: python-dp's ``GaussianMechanism`` on a float value,
+    :math:`(\varepsilon, \delta)`-DP with L2 sensitivity ``l2_sensitivity`` (default
+    :math:`\sqrt{\Delta_0}\,\Delta_\infty`, as python-dp's builder sets it):
+    :class:`Gaussian` with python-dp's own :math:`\sigma`.  python-dp does not solve Balle &
+    Wang's analytic condition exactly: it bisects until the bracket is within 0.1% and keeps
+    the upper end, so its :math:`\sigma` is up to 0.1% above
+    :meth:`Gaussian.from_epsilon_delta` (3.7324 against 3.7306 at :math:`\varepsilon = 1`,
+    :math:`\delta = 10^{-5}`); this reader repeats python-dp's search step by step.  (Its
+    noise is drawn on a lattice far finer than :math:`\sigma`, ignored here; on an integer
+    value python-dp rounds the Gaussian draw, a noise none of the specs is.)
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's :math:`\varepsilon > 0`.
+    l0_sensitivity, linf_sensitivity : int
+        Partitions per person and contributions per partition (positive integers).
+    mechanism : {"laplace", "gaussian"}
+    delta : float
+        :math:`0 < \delta < 1`; required for, and only for, ``mechanism="gaussian"``.
+    l2_sensitivity : float, optional
+        The Gaussian mechanism's L2 sensitivity, if it was set directly.
 
     Examples
     --------
     >>> from_python_dp(0.5)
     RoundedLaplace(scale=2.0)
+    >>> from_python_dp(1.0, mechanism="gaussian", delta=1e-5)
+    Gaussian(sigma=3.732421875)
     """
     for name, v in (("l0_sensitivity", l0_sensitivity), ("linf_sensitivity", linf_sensitivity)):
-        if isinstance(v, bool) or int(v) != v or v < 1:
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float | np.number)
+            or int(v) != v
+            or v < 1
+        ):
             raise ValueError(f"`{name}` must be a positive integer; got {v!r}")
-    return RoundedLaplace.from_epsilon(epsilon, float(l0_sensitivity * linf_sensitivity))
+    if mechanism == "laplace":
+        for name, v in (("delta", delta), ("l2_sensitivity", l2_sensitivity)):
+            if v is not None:
+                raise ValueError(f"`{name}` is for mechanism='gaussian'; got {name}={v!r}")
+        return RoundedLaplace.from_epsilon(epsilon, float(l0_sensitivity * linf_sensitivity))
+    if mechanism != "gaussian":
+        raise ValueError(f"`mechanism` must be 'laplace' or 'gaussian'; got {mechanism!r}")
+    if delta is None:
+        raise ValueError("`delta` is required for mechanism='gaussian'")
+    if l2_sensitivity is None:
+        l2_sensitivity = math.sqrt(l0_sensitivity) * linf_sensitivity
+    if not (isinstance(l2_sensitivity, int | float | np.number) and l2_sensitivity > 0):
+        raise ValueError(f"`l2_sensitivity` must be a number > 0; got {l2_sensitivity!r}")
+    eps, l2 = _check_budget("epsilon", epsilon, l2_sensitivity)
+    dlt = np.asarray(delta)
+    if dlt.dtype == bool or not np.issubdtype(dlt.dtype, np.number):
+        raise TypeError(f"`delta` must be a number in (0, 1); got {delta!r}")
+    if eps.ndim or l2.ndim or dlt.ndim:
+        raise ValueError("`epsilon`, `delta` and `l2_sensitivity` must be scalars")
+    if not 0.0 < float(dlt) < 1.0:
+        raise ValueError(f"`delta` must be in (0, 1); got {delta!r}")
+    return Gaussian(_python_dp_gaussian_sigma(float(eps), float(dlt), float(l2)))
 
 
-def from_census(variance) -> DiscreteGaussian:
-    r"""The spec of a 2020 Census noisy measurement from its published variance.
+def _sigma_of_dg_variance(variance):
+    """The sigma whose discrete Gaussian has this exact variance (increasing in sigma)."""
+    from scipy.optimize import brentq
 
-    The Disclosure Avoidance System adds discrete Gaussian noise to each query answer of the
-    noisy measurement files and publishes each query's variance :math:`\sigma^2`; the
-    measurements are integers, often negative, with no clamping.  (The published *tables* are
-    TopDown post-processing of these measurements and have no simple likelihood: read the
-    measurements.)
+    def gap(log_s, v):
+        return math.log(float(DiscreteGaussian.param_variance(math.exp(log_s)))) - math.log(v)
+
+    out = np.empty(np.shape(variance))
+    for i, v in enumerate(np.ravel(variance)):
+        if v >= 4.0:  # sigma >= 2: sigma^2 - variance < 1e-30 sigma^2 (Poisson summation)
+            out.ravel()[i] = math.sqrt(v)
+            continue
+        root = brentq(gap, math.log(0.05), math.log(2.01), args=(float(v),), xtol=1e-15)
+        out.ravel()[i] = math.exp(root)
+    return out
+
+
+def from_census(sigma_sq=None, *, exact_variance=None) -> DiscreteGaussian:
+    r"""The spec of a 2020 Census noisy measurement from its published noise parameter.
+
+    The Disclosure Avoidance System (DAS) adds discrete Gaussian noise,
+    :math:`P(k) \propto e^{-k^2/(2\sigma^2)}`, to each query answer of the noisy measurement
+    files; the measurements are integers, often negative, with no clamping.  (The published
+    *tables* are TopDown post-processing of these measurements and have no simple likelihood:
+    read the measurements.)  The DAS's code carries two numbers per query, and they differ
+    below :math:`\sigma^2 \approx 1`; give the one the file publishes, by name:
+
+    * ``sigma_sq``: the parameter :math:`\sigma^2` of :math:`e^{-k^2/(2\sigma^2)}`;
+    * ``exact_variance``: the variance of that discrete Gaussian,
+      :math:`\sum_k k^2 e^{-k^2/2\sigma^2} / \sum_k e^{-k^2/2\sigma^2}`, equal to
+      :math:`\sigma^2` to 1e-8 relative for :math:`\sigma^2 \ge 1` but smaller below (at
+      :math:`\sigma = 0.5`, 0.2150 instead of 0.25); :math:`\sigma` is solved from it.
+
+    **From the DAS's budget.**  The DAS gives query :math:`q` a zCDP budget :math:`\rho_q` and
+    sets :math:`\sigma^2 = 1/\rho_q`: its neighbours are *bounded* (one person's record
+    changed), so a count's L2 sensitivity is :math:`\sqrt 2` and :math:`\rho_q =
+    \Delta^2/(2\sigma^2) = 1/\sigma^2`.  Read a query from its :math:`\rho_q` with
+    ``DiscreteGaussian.from_rho(rho_q, sensitivity=np.sqrt(2))``;
+    ``DiscreteGaussian.from_rho(rho_q)`` (sensitivity 1, add/remove neighbours) gives a
+    :math:`\sigma` :math:`\sqrt 2` too small.
+
+    Parameters
+    ----------
+    sigma_sq : float or array_like, optional
+        :math:`\sigma^2` per measurement (the positional argument).
+    exact_variance : float or array_like, optional
+        The discrete Gaussian's exact variance per measurement.  Exactly one of the two.
 
     Examples
     --------
     >>> from_census([1.5, 6.0])
     DiscreteGaussian(sigma=[1.22474487, 2.44948974])
+    >>> v = float(DiscreteGaussian(0.5).variance)  # 0.2150..., not 0.25
+    >>> round(from_census(exact_variance=v).sigma, 12)
+    0.5
+    >>> import numpy as np
+    >>> round(DiscreteGaussian.from_rho(0.25, sensitivity=np.sqrt(2)).sigma, 12)  # sigma^2 = 4
+    2.0
     """
-    var = np.asarray(variance, dtype="float64")
-    _check_param("variance", var)
-    return DiscreteGaussian(_scalar_or_array(np.sqrt(var)))
+    if (sigma_sq is None) == (exact_variance is None):
+        raise ValueError(
+            "give exactly one of `sigma_sq` (the parameter sigma^2 of exp(-k^2/2sigma^2)) and "
+            "`exact_variance` (the discrete Gaussian's variance), whichever the file publishes"
+        )
+    name = "sigma_sq" if exact_variance is None else "exact_variance"
+    value = sigma_sq if exact_variance is None else exact_variance
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"`{name}` must be a positive number; got {value!r}")
+    arr = arr.astype("float64")
+    check_finite(name, arr)
+    if name == "sigma_sq":
+        low, high = PARAM_MIN**2, PARAM_MAX**2
+    else:  # the variance of DiscreteGaussian(0.1) is 4e-22: smaller variances do not identify it
+        low, high = float(DiscreteGaussian.param_variance(0.1)), PARAM_MAX**2
+    if np.any(arr < low) or np.any(arr > high):
+        bad = arr[(arr < low) | (arr > high)].ravel()[:5]
+        raise ValueError(f"`{name}` must be in [{low:.3g}, {high:g}]; got {bad}")
+    sigma = np.sqrt(arr) if name == "sigma_sq" else _sigma_of_dg_variance(arr)
+    return DiscreteGaussian(_scalar_or_array(sigma))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -933,10 +1147,18 @@ def from_census(variance) -> DiscreteGaussian:
 #: :data:`pymc_dpnoise.mechanisms.opendp_releases.MAP_RTOL` (documented there)
 MAP_RTOL = 1e-6
 
-INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
+_INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
 _FLOAT_TYPES = ("f32", "f64")
-_MEASURES = {"MaxDivergence": "make_laplace", "ZeroConcentratedDivergence": "make_gaussian"}
-_NOISE_MAKERS = {"make_laplace", "make_gaussian"}
+_MEASURES = ("MaxDivergence", "ZeroConcentratedDivergence")
+#: OpenDP's constructors of additive noise, and the output measures each builds: make_geometric
+#: is make_laplace restricted to integers ("equivalent", its docstring), make_noise is
+#: make_laplace / make_gaussian with the measure passed in (OpenDP 0.16)
+_NOISE_MAKERS = {
+    "make_laplace": ("MaxDivergence",),
+    "make_gaussian": ("ZeroConcentratedDivergence",),
+    "make_geometric": ("MaxDivergence",),
+    "make_noise": _MEASURES,
+}
 
 
 def _constructor(obj):
@@ -947,9 +1169,9 @@ def _constructor(obj):
     return info.get("__function__"), info.get("__kwargs__", {}) or {}
 
 
-def opendp_noise_step(measurement):
-    """The make_laplace / make_gaussian measurement at the end of ``measurement``, and the
-    transformations before it (in order of application)."""
+def _noise_step(measurement):
+    """The noise measurement (make_laplace, make_gaussian, make_geometric or make_noise) at
+    the end of ``measurement``, and the transformations before it (in order of application)."""
     before = []
     meas = measurement
     while True:
@@ -961,11 +1183,30 @@ def opendp_noise_step(measurement):
         if fn is None or fn in _NOISE_MAKERS:
             return meas, fn, kw, before
         raise ValueError(
-            f"the measurement was built by OpenDP's `{fn}`, not by make_laplace / make_gaussian "
-            "(alone, with then_laplace / then_gaussian, or at the end of a chain of "
-            "transformations): its noise is not one of the noise specs (post-processing, "
-            "composition, measure conversions and other mechanisms are not read)"
+            f"the measurement was built by OpenDP's `{fn}`, not by make_laplace, make_gaussian, "
+            "make_geometric or make_noise (alone, with their then_* forms, or at the end of a "
+            "chain of transformations): its noise is not one of the noise specs "
+            "(post-processing, composition, measure conversions and other mechanisms are not "
+            "read)"
         )
+
+
+def opendp_censoring(measurement) -> dict:
+    """``{"lower": ..., "upper": ...}``: where OpenDP censors the noisy value (see
+    :func:`pymc_dpnoise.mechanisms.opendp_releases.clamp_from_measurement`).
+
+    Two sources: the saturating cast of unsigned integers (below at 0), and make_geometric's
+    ``bounds=(L, U)``, with which OpenDP's constant-time sampler releases count + noise
+    censored to ``[L, U]`` (checked against its draws in tests/mechanisms).
+    """
+    noise_meas, fn, kw, _ = _noise_step(measurement)
+    elem = _element_type(noise_meas.input_domain)
+    out = {"lower": 0} if elem.startswith("u") and _INTEGER_TYPE.fullmatch(elem) else {}
+    bounds = kw.get("bounds") if fn == "make_geometric" else None
+    if bounds is not None:
+        low, up = (int(b) for b in bounds)
+        out = {"lower": max(low, out.get("lower", low)), "upper": up}
+    return out
 
 
 def _map(obj, d, what):
@@ -979,7 +1220,7 @@ def _map(obj, d, what):
         raise ValueError(f"OpenDP's privacy map of {what} refuses `d_in`={d!r}: {err}") from None
 
 
-def opendp_element_type(domain) -> str:
+def _element_type(domain) -> str:
     carrier = str(domain.carrier_type)
     inner = re.fullmatch(r"Vec<(.+)>", carrier)
     return inner.group(1) if inner else carrier
@@ -1002,8 +1243,8 @@ def read_opendp(measurement, d_in):
             "make_zCDP_to_approxDP / make_fix_delta) are not read: pass the zCDP measurement "
             "they were built from"
         )
-    noise_meas, fn, kw, before = opendp_noise_step(measurement)
-    if fn is not None and _MEASURES[measure] != fn:  # pragma: no cover - OpenDP forbids it
+    noise_meas, fn, kw, before = _noise_step(measurement)
+    if fn is not None and measure not in _NOISE_MAKERS[fn]:  # pragma: no cover - OpenDP forbids
         raise ValueError(f"`{fn}` with output measure {measure} is not a noise spec")
     gaussian = measure == "ZeroConcentratedDivergence"
 
@@ -1017,8 +1258,8 @@ def read_opendp(measurement, d_in):
             "loss to check the noise against; give the distance of one person's change"
         )
 
-    elem = opendp_element_type(noise_meas.input_domain)
-    if INTEGER_TYPE.fullmatch(elem):
+    elem = _element_type(noise_meas.input_domain)
+    if _INTEGER_TYPE.fullmatch(elem):
         cls = DiscreteGaussian if gaussian else DiscreteLaplace
     elif elem in _FLOAT_TYPES:
         cls = Gaussian if gaussian else Laplace

@@ -10,6 +10,7 @@ import pytensor.tensor as pt
 from pymc.distributions.distribution import Continuous
 from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
 from pymc.pytensorf import normalize_rng_param
+from pytensor.tensor import NoneConst
 from pytensor.tensor.random.basic import laplace
 from pytensor.tensor.random.utils import normalize_size_param
 
@@ -26,14 +27,25 @@ def _rv_inputs(cls, size, rng, *params):
     """``(size, rng, *params)`` at the start of an ``rv_op``.
 
     The parameters are cast to float64, ``rng`` and ``size`` normalised, and a missing
-    ``size`` is the batch shape the parameters imply (``cls.ndims_params``).
+    ``size`` is the batch shape the parameters imply (``cls.ndims_params``), so that the
+    draws inside the ``rv_op`` are one per element.  That implied size is marked:
+    :func:`_rv_node` puts ``None`` in the node instead (as PyMC's own symbolic variables do
+    when no size is given).  A concrete size in the node would make PyMC's logp dispatch
+    resize the log density to it (``maybe_resize``), which breaks a ``.dist()`` whose
+    parameters broadcast against a longer value, e.g. inside ``pm.CustomDist(logp=...)``.
     """
     params = [_f64(x) for x in params]
     rng = normalize_rng_param(rng)
     size = normalize_size_param(size)
     if rv_size_is_none(size):
         size = implicit_size_from_params(*params, ndims_params=cls.ndims_params)
+        size.tag.pmd_implied_size = True
     return size, rng, *params
+
+
+def _node_size(size):
+    """The size input of the RV node: None (``NoneConst``) where ``size`` was implied."""
+    return NoneConst if getattr(size.tag, "pmd_implied_size", False) else size
 
 
 def _plus_laplace(value, scale, size, rng):
@@ -42,9 +54,15 @@ def _plus_laplace(value, scale, size, rng):
     return next_rng, value + noise
 
 
-def _rv_node(cls, rng, size, params, next_rng, draw):
-    """End of an ``rv_op``: the ``cls`` node on ``(rng, size, *params)``, outputs ``(next_rng, draw)``."""
-    return cls(inputs=[rng, size, *params], outputs=[next_rng, draw])(rng, size, *params)
+def _rv_node(cls, rng, size, params, next_rng, draw, **op_kwargs):
+    """End of an ``rv_op``: the ``cls`` node on ``(rng, size, *params)``, outputs ``(next_rng, draw)``.
+
+    ``size`` is the draw size from :func:`_rv_inputs`; the node gets None where it was implied.
+    """
+    size = _node_size(size)
+    return cls(inputs=[rng, size, *params], outputs=[next_rng, draw], **op_kwargs)(
+        rng, size, *params
+    )
 
 
 def _finite_value(value):

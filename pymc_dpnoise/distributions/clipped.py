@@ -15,6 +15,7 @@ from pytensor.tensor.random.basic import exponential, normal
 from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
+from ..math._op_support import lift_grouped
 from ..validation import check_finite, check_less, check_positive, check_shapes
 from ._common import (
     _NO_ICDF,
@@ -190,11 +191,11 @@ def _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, kind):
     ok, safe_params = _clipped_normal_domain(mu, sigma, lower, upper, epsilon)
     return _guarded(
         value, params, ok, safe_params, kind, _CLIPPED_NORMAL_DOMAIN,
-        dpmath.clipped_normal_laplace_logp, dpmath.clipped_normal_laplace_log_cdfs,
+        dpmath.clipped_normal_laplace_logp, dpmath.clipped_normal_laplace_log_cdfs, lift=True,
     )  # fmt: skip
 
 
-def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs):
+def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs, lift=False):
     """The clipped families' logp / logcdf / logccdf: the value's batch shape checked against
     ``params`` (by name), the kernel at the safe parameters, -inf outside ``domain``."""
     _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
@@ -205,7 +206,11 @@ def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs):
         tail = kind == "ccdf"
         fn = partial(log_cdfs, tail=tail)
         res = _cdf_of_value(value, lambda v: fn(v, *safe_params), tail=tail)
-    return check_parameters(res, ok, msg=domain)
+    res = check_parameters(res, ok, msg=domain)
+    # parameters given per group (mu=mu_g[group]): parameter-only terms once per group.  Only
+    # where it was checked: lifting the clipped exponential's graph gave NaN gradients (even
+    # with shared parameters), so that family keeps its per-report graph for now
+    return lift_grouped(res) if lift else res
 
 
 def _clipped_normal_domain(mu, sigma, lower, upper, epsilon):
@@ -415,7 +420,7 @@ def _summary_support_point(rv, size, *params):
 def _summary_rv_inputs(n, n_bins, size, rng):
     """``(n, n_bins, size, rng)`` of a summary RV: int64 counts, no batch size."""
     n = pt.cast(pt.as_tensor_variable(n), "int64")  # a constant or pm.Data (set_data)
-    n_bins = pt.as_tensor_variable(np.asarray(n_bins, dtype="int64"))
+    n_bins = pt.cast(pt.as_tensor_variable(n_bins), "int64")  # an int, or a rebuilt node's
     rng = normalize_rng_param(rng)
     size = normalize_size_param(size)
     if not (rv_size_is_none(size) or size.type.shape == (0,)):

@@ -1033,12 +1033,11 @@ def LaplaceNoisyMultinomial(
     return LaplaceNoisyMultinomialGivenCounts(name, n_t, p_t, z, eps_t, sens_t, **obs_kwargs)
 
 
-def _multinomial_dist(*args, noise=None, **kwargs):
+def _multinomial_dist(n, p, *rest, noise=None, **kwargs):
     """``LaplaceNoisyMultinomial.dist``: with Gaussian noise the stand-alone distribution
     (``dist(n, p, noise=noise.Gaussian(sigma))``); otherwise refused with the reason (the
     helper needs a model)."""
     if noise is not None and isinstance(noise, noise_mod.Gaussian):
-        n, p, *rest = args
         if rest or "epsilon" in kwargs or "sensitivity" in kwargs:
             _resolve_noise(
                 "LaplaceNoisyMultinomial.dist",

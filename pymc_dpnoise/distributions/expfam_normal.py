@@ -165,6 +165,16 @@ def _batch_shape(params, shape):
     return batch
 
 
+def _conditions(n, sigma, lower, upper, *noise_conditions):
+    """The logp's parameter conditions (n a non-negative integer, sigma > 0, lower < upper,
+    then the noise's) and their conjunction."""
+    conditions = [n >= 0, pt.eq(n, pt.floor(n)), sigma > 0, lower < upper, *noise_conditions]
+    ok = conditions[0]
+    for c in conditions[1:]:
+        ok = ok & c
+    return conditions, ok
+
+
 def _harmless_where_refused(ok, n, mu, sigma, lower, upper):
     """(n, mu, sigma, lower, upper) with refused parameter sets replaced by harmless values,
     so that the logp evaluated there has no NaN in its gradients."""
@@ -222,14 +232,7 @@ class LaplaceNoisyTruncatedNormalGivenSum(_NoImputeContinuous):
             value, 1, **{k: (v, 0) for k, v in dict(n=n, mu=mu, sigma=sigma, z=z).items()}
         )
         finite, value = _finite_reports(value, 1)
-        ok = (
-            (n >= 0)
-            & pt.eq(n, pt.floor(n))
-            & (sigma > 0)
-            & (lower < upper)
-            & (epsilon > 0)
-            & (sensitivity > 0)
-        )
+        conditions, ok = _conditions(n, sigma, lower, upper, epsilon > 0, sensitivity > 0)
         safe = _harmless_where_refused(ok, n, mu, sigma, lower, upper)
         scale = pt.switch(ok, sensitivity / epsilon, 1.0)
         res = nmath.truncated_normal_sum_laplace_logp(value, z, *safe, scale)
@@ -237,12 +240,7 @@ class LaplaceNoisyTruncatedNormalGivenSum(_NoImputeContinuous):
         res = check_parameters(
             res,
             *_all_finite(n, mu, sigma, lower, upper, z, epsilon, sensitivity),
-            n >= 0,
-            pt.eq(n, pt.floor(n)),
-            sigma > 0,
-            lower < upper,
-            epsilon > 0,
-            sensitivity > 0,
+            *conditions,
             msg="n non-negative integer, sigma > 0, lower < upper, epsilon > 0, sensitivity > 0",
         )
         return _to_floatx(res)
@@ -325,7 +323,7 @@ class GaussianNoisyTruncatedNormal(_NoImputeContinuous):
                                       "noise sigma": noise_sigma}.items()},
         )  # fmt: skip
         finite, value = _finite_reports(value, 1)
-        ok = (n >= 0) & pt.eq(n, pt.floor(n)) & (sigma > 0) & (lower < upper) & (noise_sigma > 0)
+        conditions, ok = _conditions(n, sigma, lower, upper, noise_sigma > 0)
         safe = _harmless_where_refused(ok, n, mu, sigma, lower, upper)
         res = nmath.truncated_normal_sum_gaussian_logp(
             value, *safe, pt.switch(ok, noise_sigma, 1.0)
@@ -334,11 +332,7 @@ class GaussianNoisyTruncatedNormal(_NoImputeContinuous):
         res = check_parameters(
             res,
             *_all_finite(n, mu, sigma, lower, upper, noise_sigma),
-            n >= 0,
-            pt.eq(n, pt.floor(n)),
-            sigma > 0,
-            lower < upper,
-            noise_sigma > 0,
+            *conditions,
             msg="n non-negative integer, sigma > 0, lower < upper, noise sigma > 0",
         )
         return _to_floatx(res)

@@ -1,4 +1,4 @@
-"""Counts released with any noise of :mod:`pymc_dpnoise.noise`, clamped or not (exact likelihoods).
+r"""Counts released with any noise of :mod:`pymc_dpnoise.noise`, clamped or not (exact likelihoods).
 
 ``NoisyBinomial`` and ``NoisyPoisson`` are one distribution each, whatever the noise: the
 random variable's op carries the noise spec's *type* (its kind: the class whose methods give
@@ -9,6 +9,24 @@ the parameter symbolic lets PyMC resize, rebuild and replace the variable as any
 (``pm.logp``, draws on every backend, ``pm.sample_posterior_predictive``).  Releases of the
 integer kinds are integer valued, in float64 (``REPORT_DTYPE`` of
 :mod:`pymc_dpnoise.distributions._common`).  The math is :mod:`pymc_dpnoise.math.noisy_counts`.
+
+Releases beyond 2^53
+--------------------
+Every kind refuses a release (and a clamp bound) beyond :math:`2^{53}` in magnitude: an
+observed one when the model is built (a ``ValueError`` naming the variable), a value given to
+``pm.logp`` or a symbolic one by a log likelihood of :math:`-\infty` (outside the support;
+no NaN in the value or its gradient).  The likelihood cannot be exact there: above
+:math:`2^{53}` float64 holds only every other integer, so an integer release was rounded
+before it reached the model, and :math:`y - s` is no longer exact for every count :math:`s`.
+Nor could a float64 log likelihood carry the parameters there: its magnitude is the noise's
+tail at the release's distance from the counts (:math:`y/b` for the Laplace kinds,
+:math:`y^2/2\sigma^2` for the Gaussian ones), whose rounding step at the noise scales of DP
+counts exceeds the whole dependence on :math:`p` (:math:`n \log 9` between :math:`p = 0.1`
+and :math:`0.9`).  Such a release is impossible under the declared model anyway.  Below
+:math:`2^{53}` the log likelihood is exact to float64 rounding of its own magnitude; a release
+so far from :math:`[0, n]` that this magnitude is large (e.g. :math:`10^{10}` with
+:math:`\sigma = 2`, about :math:`10^{19}` nats) is exact in that sense but resolves its
+dependence on the parameters only to the float64 spacing at that magnitude.
 """
 
 from __future__ import annotations
@@ -47,6 +65,8 @@ _HUGE = np.float64(1e300)
 
 #: largest number of records: integers above 2^53 are not exact in double precision
 MAX_N = float(2**53)
+#: largest release magnitude (module docstring, "Releases beyond 2^53")
+MAX_RELEASE = float(2**53)
 
 
 def _check_constant(name, value, bad, what):
@@ -158,6 +178,8 @@ def _check_bound(name, value, discrete):
         raise ValueError(f"`{name}` must not be NaN (use None for no clamp)")
     if discrete and np.any(np.isfinite(v) & (v != np.round(v))):
         raise ValueError(f"`{name}` must be an integer: the release is integer valued; got {v}")
+    if np.any(np.isfinite(v) & (np.abs(v) > MAX_RELEASE)):
+        raise ValueError(f"`{name}` must be at most 2^53 in magnitude (or infinite); got {v}")
 
 
 def _check_bounds(lower, upper, discrete):
@@ -186,14 +208,28 @@ def _clamp_args(lower, upper):
 
 
 def _check_value(value, discrete):
+    """``(ok, safe)``: releases beyond 2^53 in magnitude are outside the support (``-inf``,
+    evaluated at 0 so that no NaN reaches a gradient), as non-finite ones and, for the integer
+    kinds, non-integers."""
     value = pt.as_tensor_variable(value)
     if value.dtype.startswith(("int", "uint")):
-        return None, pt.cast(value, "float64")
-    finite, safe = _finite_reports(value)
-    if discrete:
-        integer = pt.eq(safe, pt.round(safe))
-        finite = integer if finite is None else finite & integer
-    return finite, safe
+        finite, safe = None, pt.cast(value, "float64")
+    else:
+        finite, safe = _finite_reports(value)
+        if discrete:
+            integer = pt.eq(safe, pt.round(safe))
+            finite = integer if finite is None else finite & integer
+    v = constant_value(safe)
+    if v is not None:  # constant releases stay constants (the clamp's unused branches drop)
+        exact = np.abs(v) <= MAX_RELEASE
+        if np.all(exact):
+            return finite, safe
+        safe = pt.as_tensor_variable(np.where(exact, v, 0.0))
+        exact = pt.as_tensor_variable(exact)
+    else:
+        exact = pt.abs(safe) <= MAX_RELEASE
+        safe = pt.switch(exact, safe, 0.0)
+    return (exact if finite is None else finite & exact), safe
 
 
 # --------------------------------------------------------------------------------------------
@@ -330,6 +366,19 @@ def _check_inside_clamp(name, obs, lower, upper):
         )
 
 
+def _check_release_range(name, obs):
+    """Refuse observed releases beyond 2^53 in magnitude (module docstring)."""
+    bad = np.abs(obs) > MAX_RELEASE
+    if np.any(bad):
+        where = np.argwhere(bad)[:5].tolist() if np.ndim(bad) else []
+        raise ValueError(
+            f"{name}: observed releases must be at most 2^53 in magnitude: beyond it a float64 "
+            "release is not an exact integer (it was rounded before it got here) and the "
+            "likelihood's dependence on the parameters is below float64 resolution; found "
+            f"{np.ravel(np.broadcast_to(obs, np.shape(bad))[bad])[:3]} (first at index {where})"
+        )
+
+
 class _NoisyCount(Distribution):
     """One distribution whatever the noise (see :class:`NoisyBinomial`)."""
 
@@ -345,6 +394,7 @@ class _NoisyCount(Distribution):
                 "noise (an integer count plus integer noise)"
             )
         if obs is not None:
+            _check_release_range(name, obs)
             _check_inside_clamp(name, obs, *params[-2:])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
@@ -352,6 +402,29 @@ class _NoisyCount(Distribution):
     def dist(cls, *args, **kwargs):
         args, kwargs, spec = cls._split(args, kwargs)
         return super().dist(args, noise_type=type(spec), **kwargs)
+
+    #: the count model's parameters, before ``noise, lower, upper`` (set by each subclass,
+    #: with ``_check_params`` taking them in this order)
+    _params: tuple[str, ...] = ()
+
+    @classmethod
+    def _split(cls, args, kwargs):
+        names = (*cls._params, "noise", "lower", "upper")
+        vals = dict(zip(names, args, strict=False))
+        for k in names:
+            if k in kwargs:
+                if k in vals:
+                    raise TypeError(f"{cls.__name__} got multiple values for `{k}`")
+                vals[k] = kwargs.pop(k)
+        check_required(**{k: vals.get(k) for k in (*cls._params, "noise")})
+        spec = _validate_common(vals["noise"], vals.get("lower"), vals.get("upper"))
+        model = [vals[k] for k in cls._params]
+        cls._check_params(*model)
+        lower, upper = _bound(vals.get("lower"), -np.inf), _bound(vals.get("upper"), np.inf)
+        params = dict(zip(cls._params, model, strict=True))
+        params.update(noise=spec.param, lower=lower, upper=upper)
+        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
+        return [*model, spec.param, lower, upper], kwargs, spec
 
 
 class NoisyBinomial(_NoisyCount):
@@ -419,23 +492,12 @@ class NoisyBinomial(_NoisyCount):
     rv_op = NoisyBinomialRV.rv_op
     icdf = _refuse("NoisyBinomial", "icdf", "the CDF has no closed-form inverse")
 
+    _params = ("n", "p")
+
     @staticmethod
-    def _split(args, kwargs):
-        names = ("n", "p", "noise", "lower", "upper")
-        vals = dict(zip(names, args, strict=False))
-        for k in names:
-            if k in kwargs:
-                if k in vals:
-                    raise TypeError(f"NoisyBinomial got multiple values for `{k}`")
-                vals[k] = kwargs.pop(k)
-        check_required(n=vals.get("n"), p=vals.get("p"), noise=vals.get("noise"))
-        spec = _validate_common(vals["noise"], vals.get("lower"), vals.get("upper"))
-        _check_count("n", vals["n"])
-        _check_probability("p", vals["p"])
-        lower, upper = _bound(vals.get("lower"), -np.inf), _bound(vals.get("upper"), np.inf)
-        params = dict(n=vals["n"], p=vals["p"], noise=spec.param, lower=lower, upper=upper)
-        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
-        return [vals["n"], vals["p"], spec.param, lower, upper], kwargs, spec
+    def _check_params(n, p):
+        _check_count("n", n)
+        _check_probability("p", p)
 
 
 class NoisyPoisson(_NoisyCount):
@@ -477,22 +539,11 @@ class NoisyPoisson(_NoisyCount):
     rv_op = NoisyPoissonRV.rv_op
     icdf = _refuse("NoisyPoisson", "icdf", "the CDF has no closed-form inverse")
 
+    _params = ("mu",)
+
     @staticmethod
-    def _split(args, kwargs):
-        names = ("mu", "noise", "lower", "upper")
-        vals = dict(zip(names, args, strict=False))
-        for k in names:
-            if k in kwargs:
-                if k in vals:
-                    raise TypeError(f"NoisyPoisson got multiple values for `{k}`")
-                vals[k] = kwargs.pop(k)
-        check_required(mu=vals.get("mu"), noise=vals.get("noise"))
-        spec = _validate_common(vals["noise"], vals.get("lower"), vals.get("upper"))
-        _check_nonnegative("mu", vals["mu"])
-        lower, upper = _bound(vals.get("lower"), -np.inf), _bound(vals.get("upper"), np.inf)
-        params = dict(mu=vals["mu"], noise=spec.param, lower=lower, upper=upper)
-        check_shapes(params, kwargs.get("shape"), kwargs.get("size"))
-        return [vals["mu"], spec.param, lower, upper], kwargs, spec
+    def _check_params(mu):
+        _check_nonnegative("mu", mu)
 
 
 def noise_of(rv):

@@ -21,6 +21,7 @@ from ._common import (
     _NoImputeContinuous,
     _refuse_cdfs,
     _rv_inputs,
+    _rv_node,
     _to_floatx,
 )
 
@@ -54,12 +55,8 @@ class SSNormalApproxRV(SymbolicRandomVariable):
         next_rng, eps = normal(0.0, 1.0, size=(*size, m), rng=rng, return_next_rng=True)
         chol = pt.linalg.cholesky(total, lower=True)
         z = mean + pt.sum(chol * eps[..., None, :], axis=-1)
-        return cls(
-            inputs=[rng, size, theta, cov, n, noise_cov, sigma],
-            outputs=[next_rng, _to_floatx(z)],
-            glm=glm,
-            order=order,
-        )(rng, size, theta, cov, n, noise_cov, sigma)
+        params = [theta, cov, n, noise_cov, sigma]
+        return _rv_node(cls, rng, size, params, next_rng, _to_floatx(z), glm=glm, order=order)
 
 
 def _d(theta, cov):

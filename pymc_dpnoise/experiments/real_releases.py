@@ -469,8 +469,7 @@ def fit_release(
     tau.  Sampler: PyMC's NUTS on the C backend (compiles in seconds, where Numba takes a
     minute).
     """
-    import pymc as pm
-
+    from ..diagnostics import fit_pymc as _fit_pymc
     from ..diagnostics import split_rhat
 
     n = groups["n"].to_numpy()
@@ -478,17 +477,7 @@ def fit_release(
     for model in models:
         t0 = time.perf_counter()
         m = build_model(n, release, spec, model)
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=1,
-            random_seed=seed,
-            progressbar=False,
-            model=m,
-            nuts_sampler="pymc",
-            compute_convergence_checks=False,
-        )
+        idata = _fit_pymc(m, draws, tune, chains, seed)
         secs = time.perf_counter() - t0
         post = idata.posterior
         p = np.asarray(post["p"].values, float)  # chain, draw, group

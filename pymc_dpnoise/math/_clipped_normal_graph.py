@@ -148,7 +148,9 @@ def _piecewise_by_region(z, lower, upper, params, outside_fn, inside_fn):
     def gather(x):
         return pt.broadcast_to(x, shape).ravel()[idx] if x.type.ndim else x
 
-    inner = inside_fn(gather(z), gather(lower), gather(upper), *map(gather, params))
+    # the reports always gathered (a 0-d one too): the inside formula never sees a report
+    # outside the interval, whose NaN would reach the gradient through the empty scatter
+    inner = inside_fn(zb[idx], gather(lower), gather(upper), *map(gather, params))
     return pt.set_subtensor(out.ravel()[idx], inner).reshape(shape)
 
 

@@ -463,3 +463,80 @@ def _clipped_normal_into(z, mu, sigma, lower, upper, epsilon, lp, dmu, dsig):
         lp[i] = (gl_v if left else gr_v) - ((a - zi) if left else (zi - b)) * inv_s
         dmu[i] = gl_mu if left else gr_mu
         dsig[i] = gl_sig if left else gr_sig
+
+
+@_helper
+def _group_row(p, g):
+    # the parameter set of group g: its row, or the one value every group shares
+    return p[g : g + 1] if p.shape[0] > 1 else p[0:1]
+
+
+@_njit
+def _clipped_normal_grouped_kernel(z, mu, sigma, lower, upper, epsilon, group):
+    """:func:`_clipped_normal_kernel` with parameters given per group: report i has the
+    parameters of group ``group[i]`` (each parameter of length G, the number of groups, or of
+    length 1, shared).
+
+    The reports are ordered by group (a counting sort, stable), each group's block runs the
+    one-parameter-set path (:func:`_clipped_normal_into` with length-1 parameters: the
+    parameter-only terms once per group, the vectorised passes of :func:`_one_set` where they
+    apply), and the results go back in the reports' order: the same values, to the bit, as
+    the per-report kernel on the gathered parameters ``mu[group]``, …, which recomputes the
+    parameter-only terms whenever consecutive reports differ in their parameters.
+    """
+    n = z.shape[0]
+    n_groups = 1
+    for k in (mu.shape[0], sigma.shape[0], lower.shape[0], upper.shape[0], epsilon.shape[0]):
+        if k > 1:
+            if n_groups > 1 and k != n_groups:
+                raise ValueError("grouped kernel: every grouped parameter must have one length")
+            n_groups = k
+    if group.shape[0] != n:
+        raise ValueError("grouped kernel: the group index must have the reports' length")
+    start = np.zeros(n_groups + 1, dtype=np.int64)
+    gi = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        g = group[i]
+        if g < 0:
+            g += n_groups  # NumPy's reading of a negative index
+        if g < 0 or g >= n_groups:
+            raise IndexError("grouped kernel: a group index is outside the parameters' length")
+        gi[i] = g
+        start[g + 1] += 1
+    for g in range(n_groups):
+        start[g + 1] += start[g]
+    fill = start[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        g = gi[i]
+        order[fill[g]] = i
+        fill[g] += 1
+    zs = np.empty(n)
+    for j in range(n):
+        zs[j] = z[order[j]]
+    lp_s = np.empty(n)
+    dmu_s = np.empty(n)
+    dsig_s = np.empty(n)
+    for g in range(n_groups):
+        lo, hi = start[g], start[g + 1]
+        if hi > lo:
+            _clipped_normal_into(
+                zs[lo:hi],
+                _group_row(mu, g),
+                _group_row(sigma, g),
+                _group_row(lower, g),
+                _group_row(upper, g),
+                _group_row(epsilon, g),
+                lp_s[lo:hi],
+                dmu_s[lo:hi],
+                dsig_s[lo:hi],
+            )
+    lp = np.empty(n)
+    dmu = np.empty(n)
+    dsig = np.empty(n)
+    for j in range(n):
+        i = order[j]
+        lp[i] = lp_s[j]
+        dmu[i] = dmu_s[j]
+        dsig[i] = dsig_s[j]
+    return lp, dmu, dsig

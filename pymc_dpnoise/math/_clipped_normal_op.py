@@ -85,10 +85,15 @@ from pytensor.graph.traversal import ancestors
 
 from . import _clipped_normal_kernel as _kernel_module
 from . import _simd
-from ._clipped_normal_kernel import _clipped_normal_kernel
+from ._clipped_normal_kernel import _clipped_normal_grouped_kernel, _clipped_normal_kernel
 from ._jax_dispatch import when_jax_dispatch_loads
 from ._jit import njit as _njit
-from ._op_support import perform_kernel, register_numba_kernel, register_shared_kernel
+from ._op_support import (
+    perform_kernel,
+    register_grouped_kernel,
+    register_numba_kernel,
+    register_shared_kernel,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The op
@@ -102,6 +107,11 @@ def _free_roots(var):
     return any(
         v.owner is None and not isinstance(v, Constant | SharedVariable) for v in ancestors([var])
     )
+
+
+def _gather(p, group):
+    # a grouped op's parameter, per report
+    return p if p.type.shape[0] == 1 else p[group]
 
 
 def _sum_to(x, param):
@@ -119,23 +129,47 @@ class ClippedNormalLaplaceOp(Op):
     (:func:`~pymc_dpnoise.math._op_support.register_shared_kernel`) then takes the value from
     that op, so that a logp + gradient function runs the kernel once, while a logp-only graph
     (e.g. the one a JAX sampler differentiates itself) carries no derivative work.
+
+    With ``grouped=True`` a seventh input, an integer vector ``group`` of the reports'
+    length, says which parameter set each report has: every parameter is then of length G
+    (one value per group) or of static length 1, report i has the parameters of group
+    ``group[i]``, and the outputs are those of the ungrouped op on the gathered parameters
+    ``mu[group]``, … (the same numbers), computed with the parameter-only terms once per
+    group (:func:`~._clipped_normal_kernel._clipped_normal_grouped_kernel`).  The graphs never
+    build it directly: a canonicalisation
+    (:func:`~pymc_dpnoise.math._op_support.register_grouped_kernel`) turns
+    ``op(z, mu_g[group], …)`` into it.
     """
 
-    __props__ = ("grad",)
+    __props__ = ("grad", "grouped")
 
-    def __init__(self, grad=False):
+    def __init__(self, grad=False, grouped=False):
         self.grad = bool(grad)
+        self.grouped = bool(grouped)
         super().__init__()
 
-    def make_node(self, z, mu, sigma, lower, upper, epsilon):
+    def make_node(self, z, mu, sigma, lower, upper, epsilon, *group):
         inputs = [pt.as_tensor_variable(x) for x in (z, mu, sigma, lower, upper, epsilon)]
         if any(x.type.ndim != 1 or x.type.dtype != "float64" for x in inputs):
             raise TypeError("ClippedNormalLaplaceOp takes float64 vectors")
+        if len(group) != int(self.grouped):
+            raise TypeError("ClippedNormalLaplaceOp: a group index goes with grouped=True only")
+        if group:
+            group = pt.as_tensor_variable(group[0])
+            if group.type.ndim != 1 or not group.type.dtype.startswith(("int", "uint")):
+                raise TypeError("ClippedNormalLaplaceOp: the group index is an integer vector")
+            inputs.append(pt.cast(group, "int64"))
         out = pt.TensorType("float64", shape=(inputs[0].type.shape[0],))
         return Apply(self, inputs, [out() for _ in range(3 if self.grad else 1)])
 
     def perform(self, node, inputs, outputs):
-        perform_kernel(_clipped_normal_kernel, inputs, outputs)
+        if self.grouped:
+            perform_kernel(_clipped_normal_grouped_kernel, inputs[:6], outputs, inputs[6])
+        else:
+            perform_kernel(_clipped_normal_kernel, inputs, outputs)
+
+    def connection_pattern(self, node):
+        return [[True] * len(node.outputs)] * 6 + [[False] * len(node.outputs)] * self.grouped
 
     def infer_shape(self, node, shapes):
         return [shapes[0]] * len(node.outputs)
@@ -144,9 +178,27 @@ class ClippedNormalLaplaceOp(Op):
         from ._clipped_normal_graph import _clipped_normal_dense
 
         if not self.grad:
-            full = clipped_normal_laplace_grad_op(*inputs)
+            grad_op = ClippedNormalLaplaceOp(grad=True, grouped=self.grouped)
+            full = grad_op(*inputs)
             none = [disconnected_type(), disconnected_type()]
-            return clipped_normal_laplace_grad_op.pullback(inputs, full, [output_grads[0], *none])
+            return grad_op.pullback(inputs, full, [output_grads[0], *none])
+        if self.grouped:
+            # the ungrouped op's gradient on the gathered parameters, summed back per group
+            group = inputs[6]
+            gathered = [inputs[0], *(_gather(p, group) for p in inputs[1:6])]
+            outs = clipped_normal_laplace_grad_op(*gathered)
+            known = {}
+            for o, g in zip(outs, output_grads, strict=True):
+                if not isinstance(g.type, DisconnectedType):
+                    known[o] = g
+            grads = pytensor.grad(
+                None,
+                list(inputs[:6]),
+                known_grads=known,
+                disconnected_inputs="ignore",
+                return_disconnected="zero",
+            )
+            return [*grads, disconnected_type()]
 
         z, mu, sigma, lower, upper, epsilon = inputs
         g_lp, g_dmu, g_dsig = (
@@ -204,9 +256,17 @@ def _clipped_normal_value(z, mu, sigma, lower, upper, epsilon):
 
 
 register_shared_kernel(ClippedNormalLaplaceOp)
+register_grouped_kernel(ClippedNormalLaplaceOp, n_data=1)
+
+
+@_njit
+def _clipped_normal_grouped_value(z, mu, sigma, lower, upper, epsilon, group):
+    return _clipped_normal_grouped_kernel(z, mu, sigma, lower, upper, epsilon, group)[0]
 
 
 def _numba_clipped_normal(op, node):
+    if op.grouped:
+        return _clipped_normal_grouped_kernel if op.grad else _clipped_normal_grouped_value
     return _clipped_normal_kernel if op.grad else _clipped_normal_value
 
 
@@ -218,6 +278,8 @@ def _register_jax():
 
     @jax_funcify.register(ClippedNormalLaplaceOp)
     def _jax_clipped_normal(op, node, **kwargs):
+        if op.grouped:
+            return _jax_grouped(op, node, **kwargs)
         import jax
         import jax.numpy as jnp
         from pytensor.graph.fg import FunctionGraph
@@ -286,6 +348,34 @@ def _register_jax():
             _, dmu = jax.jvp(logp, c, (*zero[:1], jnp.ones_like(c[1]), *zero[2:]))
             _, dsig = jax.jvp(logp, c, (*zero[:2], jnp.ones_like(c[2]), *zero[3:]))
             return lp, dmu, dsig
+
+        return f
+
+    def _jax_grouped(op, node, **kwargs):
+        # the ungrouped op on the gathered parameters (constant ones gathered here, so that
+        # observed bounds and epsilon stay constants the ungrouped dispatch can see)
+        group = node.inputs[6]
+        known = isinstance(group, Constant)
+
+        def spread(p):
+            if p.type.shape[0] == 1:
+                return p
+            if known and isinstance(p, Constant):
+                return pt.constant(np.asarray(p.data)[np.asarray(group.data)])
+            return p[group]
+
+        plain = ClippedNormalLaplaceOp(grad=op.grad)
+        spread_node = plain.make_node(node.inputs[0], *map(spread, node.inputs[1:6]))
+        inner = _jax_clipped_normal(plain, spread_node)
+
+        def f(z, mu, sigma, lower, upper, epsilon, group):
+            import jax.numpy as jnp
+
+            args = [
+                x if v.type.shape[0] == 1 else jnp.take(x, group, axis=0)
+                for x, v in zip((mu, sigma, lower, upper, epsilon), node.inputs[1:6], strict=True)
+            ]
+            return inner(z, *args)
 
         return f
 

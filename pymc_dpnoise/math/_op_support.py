@@ -145,3 +145,113 @@ def apply_flat(op, *args):
     if isinstance(outs, list | tuple):
         return [o.reshape(shape, ndim=ndim) for o in outs]
     return outs.reshape(shape, ndim=ndim)
+
+
+def gathered(x):
+    """``(base, index)`` when ``x`` is ``base[index]`` with an integer vector ``index`` (the
+    graph of ``mu_g[group]``), else ``None``."""
+    from pytensor.tensor.subtensor import AdvancedSubtensor, indices_from_subtensor
+
+    if x.owner is None or not isinstance(x.owner.op, AdvancedSubtensor):
+        return None
+    base, *rest = x.owner.inputs
+    idx = indices_from_subtensor(rest, x.owner.op.idx_list)
+    if len(idx) != 1 or getattr(idx[0], "ndim", None) != 1:
+        return None
+    if not str(idx[0].type.dtype).startswith(("int", "uint")):
+        return None  # a boolean mask
+    return base, idx[0]
+
+
+def same_index(a, b) -> bool:
+    """Whether two group indices are the same variable or equal constants."""
+    from pytensor.graph.basic import Constant
+
+    if a is b:
+        return True
+    return (
+        isinstance(a, Constant)
+        and isinstance(b, Constant)
+        and a.type == b.type
+        and np.array_equal(a.data, b.data)
+    )
+
+
+def register_grouped_kernel(op_type: type, n_data: int) -> None:
+    """Canonicalisation: a kernel op whose parameters (the inputs after the first ``n_data``)
+    are each ``base[group]`` (one group index for all) or of static length 1 becomes the same
+    op with ``grouped=True`` on the bases and the index, which computes the parameter-only
+    terms once per group instead of once per report (same numbers)."""
+
+    @node_rewriter([op_type])
+    def group_kernel(fgraph, node):
+        if node.op.grouped:
+            return None
+        group, bases = None, []
+        for p in node.inputs[n_data:]:
+            if p.type.shape[0] == 1:
+                bases.append(p)
+                continue
+            match = gathered(p)
+            if match is None or match[0].type.ndim != 1 or match[0].type.shape[0] == 1:
+                return None
+            if group is not None and not same_index(group, match[1]):
+                return None
+            group = match[1] if group is None else group
+            bases.append(match[0])
+        if group is None:
+            return None
+        op = type(node.op)(**{**node.op._props_dict(), "grouped": True})
+        return op(*node.inputs[:n_data], *bases, group, return_list=True)
+
+    register_canonicalize(group_kernel, name=f"group_kernel_{op_type.__name__}")
+
+
+def _lift_gather(fgraph, node):
+    """``f(x[group], y[group], c) -> f(x, y, c)[group]`` for an elementwise ``f`` whose every
+    input is gathered by one group index (along the first axis) or broadcast along that axis:
+    the parameter-only work then runs once per group, not once per report."""
+    from pytensor.tensor.elemwise import DimShuffle, Elemwise
+
+    op = node.op
+    if isinstance(op, DimShuffle):
+        match = gathered(node.inputs[0])
+        if match is None or not op.new_order or op.new_order[0] != 0:
+            return None
+        return [op(match[0])[match[1]]]
+    if not isinstance(op, Elemwise) or node.outputs[0].type.ndim == 0:
+        return None
+    group, new = None, []
+    for x in node.inputs:
+        match = gathered(x)
+        if match is None:
+            if not x.type.broadcastable[0]:
+                return None
+            new.append(x)
+            continue
+        if match[0].type.ndim != x.type.ndim:
+            return None
+        if group is not None and not same_index(group, match[1]):
+            return None
+        group = match[1] if group is None else group
+        new.append(match[0])
+    if group is None:
+        return None
+    return [out[group] for out in op(*new, return_list=True)]
+
+
+def lift_grouped(*outputs):
+    """``outputs`` (graphs of a distribution's logp) with every elementwise function of
+    parameters given per group (``mu_g[group]``) evaluated on the groups' values and then
+    gathered (:func:`_lift_gather`), so that each parameter-only term is computed once per
+    distinct parameter set.  Applied to the logp graphs of the package's per-report families
+    only (not registered with PyTensor's rewrites, so users' own graphs are left alone); the
+    kernel ops then take the group index themselves (:func:`register_grouped_kernel`)."""
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.graph.rewriting.basic import EquilibriumGraphRewriter, node_rewriter
+
+    rewriter = EquilibriumGraphRewriter([node_rewriter(None)(_lift_gather)], max_use_ratio=100)
+    fgraph = FunctionGraph(outputs=list(outputs), clone=False)
+    rewriter.rewrite(fgraph)
+    res = list(fgraph.outputs)
+    return res[0] if len(res) == 1 else res

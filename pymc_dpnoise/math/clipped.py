@@ -99,9 +99,18 @@ def clipped_normal_laplace_logp(value, mu, sigma, lower, upper, epsilon):
     params = [_as_f64(p) for p in (mu, sigma, lower, upper, epsilon)]
     shape = pt.broadcast_shape(z, *params, arrays_are_shapes=False)
     flat = [pt.broadcast_to(z, shape).ravel()]
-    # a scalar parameter stays one value (computed with once), a vector is spread per report
-    flat += [p[None] if p.type.ndim == 0 else pt.broadcast_to(p, shape).ravel() for p in params]
-    return clipped_normal_laplace_op(*flat).reshape(shape)
+
+    def spread(p):
+        # a scalar parameter stays one value (computed with once), a vector is spread per
+        # report; one already per report (its static shape the reports') is passed as it is,
+        # so that ``mu_g[group]`` reaches the op as such (the grouped kernel)
+        if p.type.ndim == 0:
+            return p[None]
+        if p.type.ndim == z.type.ndim == 1 and p.type.shape == z.type.shape != (None,):
+            return p
+        return pt.broadcast_to(p, shape).ravel()
+
+    return clipped_normal_laplace_op(*flat, *map(spread, params)).reshape(shape)
 
 
 def _clipped_normal_laplace_logp_graph(value, mu, sigma, lower, upper, epsilon):

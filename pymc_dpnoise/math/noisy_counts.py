@@ -489,14 +489,32 @@ def _trapezoid(term, c, h, half, lo, hi):
     return pt.log(h) + _lse(vals)
 
 
-def _sigma_max(sigma):
+class SymbolicSigmaError(ValueError, NotImplementedError):
+    """A Gaussian-kind count likelihood asked for at a ``sigma`` whose value is unknown when the
+    graph is built.
+
+    A ``ValueError`` (bad input: a random ``sigma``), and a ``NotImplementedError`` so that
+    ``pm.Truncated`` treats it like the refused ``icdf``: when it builds its sampler, PyMC asks
+    for the log CDF at fresh placeholder inputs (not the variable's constant ``sigma``), and
+    falls back to rejection sampling on ``NotImplementedError``.  The log densities PyMC builds
+    afterwards use the variable's own inputs, where a constant ``sigma`` is recovered.
+    """
+
+
+def _static_sigma(sigma):
+    """The value of ``sigma`` (a float64 array) if the graph fixes it when built: a constant,
+    a shared value, or a graph of constants only (folded); else :class:`SymbolicSigmaError`."""
     v = known_value(sigma)
     if v is None:
-        raise ValueError(
+        raise SymbolicSigmaError(
             "the Gaussian-noise count likelihoods need a constant `sigma` (the window they sum "
             "over is sized from it when the graph is built); got a symbolic value"
         )
-    return float(np.max(v))
+    return np.asarray(v, dtype="float64")
+
+
+def _sigma_max(sigma):
+    return float(np.max(_static_sigma(sigma)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -616,31 +634,25 @@ def _gauss_split_log_cdfs(noise, fam, m, sigma):
     mode = fam.mode()
     lo, hi = fam.lo, fam.hi
 
+    def side_sum(log_tail, a, b, lo_s, hi_s):
+        # log sum over s in [lo_s, hi_s] of P(s) exp(log_tail(m - s)), argmax sought in [a, b]
+        def term(s):
+            return ef.log_pmf(s) + log_tail(em - s, es)
+
+        def diff(s, f, m, sigma):
+            return f.log_ratio(s) + log_tail(m - s - 1.0, sigma) - log_tail(m - s, sigma)
+
+        return _s_side_sum(fam, term, diff, a, b, lo_s, hi_s, sigma_max, m, sigma, 0.63)
+
     # below: s <= k, summand P(s) P(N > m - s)
     has_below = k >= lo
     hi_c = pt.clip(k, lo, hi)
-
-    def term_c(s):
-        return ef.log_pmf(s) + log_above(em - s, es)
-
-    def diff_c(s, f, m, sigma):
-        return f.log_ratio(s) + log_above(m - s - 1.0, sigma) - log_above(m - s, sigma)
-
-    a_c = pt.clip(pt.minimum(mode, hi_c), lo, hi_c)
-    log_c = _s_side_sum(fam, term_c, diff_c, a_c, hi_c, lo, hi_c, sigma_max, m, sigma, 0.63)
+    log_c = side_sum(log_above, pt.clip(pt.minimum(mode, hi_c), lo, hi_c), hi_c, lo, hi_c)
 
     # above: s > k, summand P(s) P(N <= m - s)
     has_above = k + 1.0 <= hi
     lo_b = pt.clip(k + 1.0, lo, hi)
-
-    def term_b(s):
-        return ef.log_pmf(s) + log_below(em - s, es)
-
-    def diff_b(s, f, m, sigma):
-        return f.log_ratio(s) + log_below(m - s - 1.0, sigma) - log_below(m - s, sigma)
-
-    b_b = pt.clip(pt.maximum(mode, lo_b), lo_b, hi)
-    log_b = _s_side_sum(fam, term_b, diff_b, lo_b, b_b, lo_b, hi, sigma_max, m, sigma, 0.63)
+    log_b = side_sum(log_below, lo_b, pt.clip(pt.maximum(mode, lo_b), lo_b, hi), lo_b, hi)
 
     kk = pt.clip(k, lo - 1.0, hi)
     zero = pt.zeros_like(log_c)
@@ -670,7 +682,7 @@ _HYBRID_CDF_NATS = 64.0
 def _use_hybrid_cdfs(fam, sigma):
     if not isinstance(fam, _Binomial) or fam.n_max is None:
         return False
-    v = np.asarray(known_value(sigma), dtype="float64")
+    v = _static_sigma(sigma)
     s_min, s_max = float(np.min(v)), float(np.max(v))
     if s_min < DG_SPLIT_MIN_SIGMA:
         return False
@@ -1042,9 +1054,10 @@ def noisy_binomial_logp(value, n, p, noise, param=None, lower=None, upper=None):
 
     ``noise`` is a noise spec of :mod:`pymc_dpnoise.noise` (its parameter is ``param`` when
     given, e.g. a tensor, else the spec's own) or a noise kind (a subclass of
-    :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a constant
-    parameter.  ``lower`` / ``upper`` (``None``: no clamp) are the release's clamp; where they
-    are equal the release is that value with probability 1.  Exact; see the module docstring.
+    :class:`~pymc_dpnoise.noise.Noise`, with ``param``).  The Gaussian kinds need a parameter
+    fixed when the graph is built (a constant, or a graph of constants); a random one raises
+    :class:`SymbolicSigmaError`.  ``lower`` / ``upper`` (``None``: no clamp) are the release's
+    clamp; where they are equal the release is that value with probability 1.  Exact; see the module docstring.
     """
     kind = _noise_type(noise)
     parts = _binomial_parts(n, p, _noise_param(noise, param))

@@ -106,24 +106,8 @@ import math
 
 import numpy as np
 
-from ..noise import (
-    INTEGER_TYPE as _INTEGER_TYPE,
-)
-from ..noise import (
-    MAP_RTOL as _MAP_RTOL,
-)
-from ..noise import (
-    Noise,
-)
-from ..noise import (
-    opendp_element_type as _element_type,
-)
-from ..noise import (
-    opendp_noise_step as _noise_step,
-)
-from ..noise import (
-    read_opendp as _read_opendp,
-)
+from ..noise import MAP_RTOL as _MAP_RTOL
+from ..noise import Noise, opendp_censoring, read_opendp
 from ..validation import check_less
 from .core import as_float, check_privacy_parameter, release_guard
 
@@ -482,14 +466,15 @@ def noise_from_measurement(measurement, d_in=1) -> Noise:
     >>> noise_from_measurement(counts >> dp.t.then_count() >> dp.m.then_laplace(2.0))
     DiscreteLaplace(scale=2.0)
     """
-    return _read_opendp(measurement, d_in)[0]
+    return read_opendp(measurement, d_in)[0]
 
 
 def clamp_from_measurement(measurement) -> dict:
     """The censoring of OpenDP's saturating cast: ``{"lower": 0}`` for unsigned outputs, else ``{}``.
 
     Integer noise is added with a cast that saturates at the element type's limits; for
-    ``u32`` / ``u64`` the release is censored below at 0, which
+    ``u32`` / ``u64`` the release is censored below at 0.  ``make_geometric(..., bounds=(L,
+    U))`` censors the release to ``[L, U]``: ``{"lower": L, "upper": U}``.  Both are what
     :class:`~pymc_dpnoise.NoisyBinomial` and :class:`~pymc_dpnoise.NoisyPoisson` model with
     ``lower=0``.  Float outputs and signed integers return ``{}`` (see
     :func:`noise_from_measurement`).  The measurement must be one that
@@ -505,9 +490,7 @@ def clamp_from_measurement(measurement) -> dict:
     """
     if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
         raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
-    noise_meas = _noise_step(measurement)[0]
-    elem = _element_type(noise_meas.input_domain)
-    return {"lower": 0} if elem.startswith("u") and _INTEGER_TYPE.fullmatch(elem) else {}
+    return opendp_censoring(measurement)
 
 
 def model_kwargs_from_measurement(measurement, d_in=1) -> dict:

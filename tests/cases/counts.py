@@ -230,6 +230,8 @@ class _ClampedLaplaceNoisyBinomial:
 
 
 _ClampedLaplaceNoisyBinomial.__name__ = "LaplaceNoisyBinomial"
+#: the public class this wrapper calls (the registry checks a case's class against its entry's)
+_ClampedLaplaceNoisyBinomial.wraps = LaplaceNoisyBinomial
 
 CASES = [
     VectorCase(

@@ -59,6 +59,8 @@ def test_scale_features_standardises_divides_and_clips():
     W = (X - X.mean(0)) / X.std(0) / 4.0
     inside = np.linalg.norm(W, axis=1) <= 1.0
     assert inside.mean() > 0.95
+    # only + - * / and sqrt (correctly rounded everywhere) in possibly different orders: a few
+    # ulp; atol for entries centred near 0 (ulp of |X| <= 1e3 over 4 std ~ 1e-15)
     np.testing.assert_allclose(Z[inside], W[inside], rtol=1e-12, atol=1e-14)
     # clipped rows keep their direction and get norm exactly 1
     out = ~inside

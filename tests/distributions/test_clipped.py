@@ -100,6 +100,7 @@ def test_clipped_normal_large_epsilon_limit(eps):
     logp, *grads = _math_compiled("clipped_normal_laplace_logp", 5)(*args, np.full(n, eps))
     ref = -0.5 * ((z - mu) / sigma) ** 2 - np.log(sigma * np.sqrt(2 * np.pi))
     s = 2.0 / eps
+    # absolute: the O(s^2) distance to the limit (docstring); 1e-12 floor >> ulp of log p ~ 1
     np.testing.assert_allclose(logp, ref, rtol=0, atol=max(1e-12, 50 * s**2))
     for g in grads:
         assert np.all(np.isfinite(g))

@@ -197,6 +197,8 @@ def test_sensitivity_symbolic_matches_numeric_and_examples():
     a = np.array([b[0] for b in _BOUNDS])
     b = np.array([b[1] for b in _BOUNDS])
     sym = truncated_normal_sum_sensitivity(lo, hi).eval({lo: a, hi: b})
+    # + - * and max only (no libm): IEEE-754 rounds each the same everywhere; 1e-15 = 4.5 ulp
+    # for a graph rewrite that reorders one operation
     np.testing.assert_allclose(sym, truncated_normal_sum_sensitivity(a, b), rtol=1e-15)
     assert truncated_normal_sum_sensitivity(-5.0, 5.0) == 30.25  # (-1/2, 5): 5.5^2 > 5 + 25
     assert truncated_normal_sum_sensitivity(0.0, 1.0) == 2.0  # a kept 1 against a dropped one
@@ -718,6 +720,8 @@ def test_truncated_normal_laplace_spec_is_the_epsilon_path():
     point = models[0].initial_point()
     point["y_sum_z"] = np.array([0.3, -1.2])
     lp = [m.compile_logp()(point) for m in models]
+    # the same ops on the same machine, the noise scale reached by two routes (<= 2 ulp apart):
+    # a few ulp of the log density, 1e-13 = 450 ulp
     assert lp[0] == pytest.approx(lp[1], rel=1e-13)
     # one scale per release works too
     with pm.Model():

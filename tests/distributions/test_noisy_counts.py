@@ -104,6 +104,10 @@ POISSON_DEFAULT = [(mu,) for mu in (1e-6, 0.05, 3.0, 250.0, 2e4)]
 NOISE_DEFAULT = (0.05, 3.0)
 
 
+#: Against the brute-force references: the package's error is a few ulp of the largest term
+#: that cancels in log p (lgamma(n + 1) <= 1.1e6 at n = 1e5, ulp 2.3e-10, each libm call
+#: within a few ulp on glibc, ARM and NumPy's SIMD loops), under atol = 1e-8; rtol = 1e-13
+#: (450 ulp) covers |log p| > 1e5 where the terms do not cancel (audit: worst 5e-14).
 def _check_grid(family, kind, params_list, noise_levels, atol=1e-8, rtol=1e-13, clamps=True):
     rows = _rows(family, kind, params_list, noise_levels, clamps)
     f, args = _evaluate(family, kind, rows)
@@ -172,6 +176,7 @@ def test_hybrid_log_cdfs_match_brute_force(kind):
     yv, pv = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
     lc, lcc, g = f(yv, pv)
     ref = np.array([count_logcdf("binomial", (n, q), kind, sigma, v) for v, q in rows])
+    # as _check_grid: a few ulp of the largest cancelling term under atol, 450 ulp relative
     np.testing.assert_allclose(lc, ref[:, 0], rtol=1e-13, atol=1e-8)
     np.testing.assert_allclose(lcc, ref[:, 1], rtol=1e-13, atol=1e-8)
     assert np.all(np.isfinite(g))
@@ -246,6 +251,7 @@ def test_log_cdfs_match_brute_force_extreme(kind):
     f = pytensor.function([y, p], [*outs, grad])
     lc, lcc, g = f(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
     ref = np.array([count_logcdf("binomial", (n, q), kind, b, v) for v, q in rows])
+    # as _check_grid: a few ulp of the largest cancelling term under atol, 450 ulp relative
     np.testing.assert_allclose(lc, ref[:, 0], rtol=1e-13, atol=1e-8)
     np.testing.assert_allclose(lcc, ref[:, 1], rtol=1e-13, atol=1e-8)
     assert np.all(np.isfinite(g))
@@ -410,7 +416,7 @@ def test_spec_constructors_and_repr():
     assert noise.DiscreteGaussian(2.0).rho(1.0) == 0.125
     assert noise.DiscreteLaplace.from_epsilon(0.5, 2.0).scale == 4.0
     assert noise.Gaussian.from_rho(2.0, 2.0).sigma == 1.0
-    assert noise.from_tumult("GAUSSIAN", 9.0) == noise.DiscreteGaussian(3.0)
+    assert noise.from_tumult("DISCRETE_GAUSSIAN", 9.0) == noise.DiscreteGaussian(3.0)
     assert noise.from_tumult("LAPLACE", 2.0, integer=False) == noise.Laplace(2.0)
     assert noise.from_python_dp(0.25, 2, 1) == noise.RoundedLaplace(8.0)
     np.testing.assert_allclose(noise.from_census([4.0, 9.0]).sigma, [2.0, 3.0])
@@ -516,9 +522,12 @@ def test_laplace_case_is_the_laplace_family():
     vals = np.array([-3.0, 0.0, 2.0, 7.0, 12.0])
     a = pm.logp(pmd.NoisyBinomial.dist(12, 0.4, noise.Laplace(2.0)), vals).eval()
     b = pm.logp(pmd.LaplaceNoisyBinomial.dist(12, 0.4, epsilon=0.5), vals).eval()
+    # two code paths, each a log-sum-exp of <= 13 terms of few-ulp libm values (exp, log,
+    # log1p within a few ulp on any x86-64/ARM libm): <= ~30 ulp = 7e-15 relative
     np.testing.assert_allclose(a, b, rtol=1e-13)
     c = pm.logp(pmd.NoisyBinomial.dist(12, 0.4, noise.Laplace(2.0), lower=0, upper=12), vals).eval()
     b = pm.logp(pmd.LaplaceNoisyBinomial.dist(12, 0.4, epsilon=0.5, clamp=True), vals).eval()
+    # as above: two log-sum-exps of <= 13 few-ulp terms
     np.testing.assert_allclose(c, b, rtol=1e-13)
     d = pm.logp(pmd.NoisyBinomial.dist(12, 0.4, noise.DiscreteLaplace(2.0)), vals).eval()
     np.testing.assert_allclose(d - a, math.log(4.0 * math.tanh(0.25)), rtol=1e-12)
@@ -592,6 +601,8 @@ def test_constant_data_leaves_out_the_clamp_branches_no_value_takes(observed):
         fns.append(m.compile_fn([lp, *pytensor.grad(lp, m.value_vars)], mode="FAST_COMPILE"))
     point = {"p_logodds__": np.array([-1.0, 0.2, 0.7])}
     for a, b in zip(fns[0](point), fns[1](point), strict=True):
+        # the same ops on the same machine, the observations constant or shared (constant
+        # folding may reorder a few operations): a few ulp, 1e-13 = 450 ulp
         np.testing.assert_allclose(a, b, rtol=1e-13)
     both_bounds_hit = 0.0 in observed and 5000.0 in observed
     assert (scans[0] == scans[1]) if both_bounds_hit else (scans[0] < scans[1])
@@ -746,7 +757,10 @@ def test_a_noise_kind_defined_outside_the_package():
     cum = np.logaddexp.accumulate(_staircase_reference(n, p, 3, np.arange(-3.0, 16.0)))
     ref_c = np.interp(ys, np.arange(-3.0, 16.0), cum, left=-np.inf, right=0.0)
     fin = ys <= 14
-    np.testing.assert_allclose(got_c[fin], ref_c[fin], rtol=1e-13, atol=1e-15)
+    # <= 19 logaddexp steps on each side, each adding <= ~1 ulp of the running value (<= 1 in
+    # magnitude where log F -> 0) plus the log1p's: <= 19 * 2.2e-16 = 4.2e-15 per side, so
+    # 1e-14 absolute near 0 (was 1e-15, below that bound) and 450 ulp relative elsewhere
+    np.testing.assert_allclose(got_c[fin], ref_c[fin], rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(np.logaddexp(got_c, got_s)[fin], 0.0, atol=1e-14)
     # the Poisson family too (mass 1 over the support)
     rvp = pmd.NoisyPoisson.dist(mu=4.0, noise=spec, lower=0)
@@ -836,6 +850,8 @@ def test_an_empty_group_clamped_to_zero(spec):
         alone = pm.logp(
             pmd.NoisyBinomial.dist(n=n[i], p=0.3, noise=spec, lower=0, upper=n[i]), v
         ).eval()
+        # the same kernel on the same values, alone or in a batch whose window spans n = 12
+        # (more terms, exactly 0 or far below): <= 13 terms of a few ulp, 1e-13 = 450 ulp
         np.testing.assert_allclose(got[i], alone, rtol=1e-13)
     assert np.isneginf(f(np.array([1.0, 2.0, 12.0]), 0.3)[0][0])
     scalar = pmd.NoisyBinomial.dist(n=0, p=0.3, noise=spec, lower=0, upper=0)
@@ -845,3 +861,210 @@ def test_an_empty_group_clamped_to_zero(spec):
         q = pm.Beta("q", 1.0, 1.0)
         pmd.NoisyBinomial("y", n=n, p=q, noise=spec, lower=0, upper=n, observed=[0, 2, 12])
     assert np.isfinite(m.compile_logp()(m.initial_point()))
+
+
+# --------------------------------------------------------------------------------------------
+# Releases beyond 2^53 (module docstring of pymc_dpnoise.distributions.noisy_counts)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("y", [2.0**53 + 2, 1e20, -1e20])
+def test_releases_beyond_two_to_the_53_are_refused(y):
+    """No float64 log likelihood holds the parameters' effect there (at 2^53 + 2 with discrete
+    Laplace noise b = 2 the difference 19.85 between p = 0.9 and 0.1 came out as 20, at 1e20
+    as 0): observed releases are refused by name, values get -inf (no NaN in the gradient)."""
+    for kind in ("discrete_gaussian", "discrete_laplace", "gaussian"):
+        spec = SPEC[kind](2.0)
+        with pm.Model(), pytest.raises(ValueError, match=r"y: observed releases .* 2\^53"):
+            pmd.NoisyBinomial("y", n=50, p=0.5, noise=spec, observed=[3.0, y])
+        with pm.Model(), pytest.raises(ValueError, match=r"`lower` .* 2\^53"):
+            pmd.NoisyPoisson("y", mu=3.0, noise=spec, lower=-abs(y), observed=[3.0])
+    v, p = pt.dvector("v"), pt.dvector("p")
+    lp = pm.logp(pmd.NoisyBinomial.dist(n=50, p=p, noise=noise.DiscreteGaussian(2.0)), v)
+    f = pytensor.function([v, p], [lp, pt.grad(lp.sum(), p)])
+    got, grad = f(np.array([y, 3.0]), np.array([0.9, 0.1]))
+    assert np.isneginf(got[0]) and np.isfinite(got[1]) and np.all(np.isfinite(grad))
+    # the largest release kept, 2^53: exact to the float64 spacing of a log likelihood of
+    # -2^53 / b (0.5 at b = 2; two roundings: within 1).  Far above n, log P(Y = y) = const -
+    # y/b + log E[e^{S/b}], so the difference is n log((1 - q + q e^{1/b}) / ...) exactly.
+    edge = pm.logp(
+        pmd.NoisyBinomial.dist(n=50, p=[0.1, 0.9], noise=noise.DiscreteLaplace(2.0)), [2.0**53] * 2
+    ).eval()
+    e = math.exp(0.5)
+    exact = 50 * (math.log(0.1 + 0.9 * e) - math.log(0.9 + 0.1 * e))  # 19.85
+    assert abs((edge[1] - edge[0]) - exact) <= 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# Clamp atoms and tails far from the count's mass, against brute force over every count value
+# --------------------------------------------------------------------------------------------
+
+
+def _exact_noise_log_cdf(kind, prm, d):
+    """log P(N <= d) at the array ``d``, from the definitions: closed forms for the Laplace
+    kinds, SciPy's ``log_ndtr`` for the Gaussian, and for the discrete Gaussian a cumulative
+    log-space sum over every lattice point below ``d`` (its error is a few ulp per term of
+    the accumulation, below 1e-9 absolute on the log for 2e6 terms)."""
+    from scipy.special import log_ndtr, logsumexp
+
+    d = np.asarray(d, dtype="float64")
+    if kind == "gaussian":
+        return log_ndtr(d / prm)
+    if kind in ("laplace", "rounded_laplace"):
+        x = np.floor(d) + 0.5 if kind == "rounded_laplace" else d
+        with np.errstate(divide="ignore"):
+            return np.where(x < 0, x / prm - math.log(2), np.log1p(-0.5 * np.exp(-np.abs(x) / prm)))
+    k = np.floor(d)
+    if kind == "discrete_laplace":
+        l1a = math.log1p(math.exp(-1.0 / prm))
+        with np.errstate(divide="ignore"):
+            pos = np.log1p(-np.exp(-(np.abs(k) + 1.0) / prm - l1a))
+        return np.where(k < 0, k / prm - l1a, pos)
+    reach = math.ceil(45 * prm) + 20
+    lowest = -int(np.max(np.abs(k))) - 1 - reach
+    i = np.arange(lowest, 0, dtype="float64")
+    tail = np.logaddexp.accumulate(-(i**2) / (2 * prm**2))  # log sum_{j <= i}
+    z = np.arange(-reach, reach + 1, dtype="float64")
+    log_z = logsumexp(-(z**2) / (2 * prm**2))
+    neg = np.minimum(k, -k - 1.0)  # <= -1
+    val = tail[(neg - lowest).astype("int64")] - log_z
+    with np.errstate(divide="ignore"):
+        return np.where(k < 0, val, np.log1p(-np.exp(val)))
+
+
+def _exact_count_log_cdfs(family, c, kind, prm, m):
+    """(log P(Y <= m), log P(Y > m)), Y = count + noise, as log-sum-exp over every count value
+    of log pmf(s) + log noise CDF / survival function (SciPy's binomial / Poisson
+    ``logpmf``, never its ``logcdf``, which underflows: -808,089 for the -270,979.58 of
+    n = 1e6, p = 0.4, discrete Gaussian 300 at m = 0)."""
+    from scipy.special import logsumexp
+
+    discrete = kind in DISCRETE
+    if family == "binomial":
+        s = np.arange(0, c[0] + 1, dtype="float64")
+        lp = stats.binom.logpmf(s, c[0], c[1])
+    else:
+        nsd = math.sqrt(float(SPEC[kind](prm).variance))
+        top = c[0] + 60 * math.sqrt(c[0]) + 300 + max(m, 0.0) + 60 * nsd
+        s = np.arange(0, math.ceil(top) + 1, dtype="float64")
+        lp = stats.poisson.logpmf(s, c[0])
+    lo = _exact_noise_log_cdf(kind, prm, m - s)
+    hi = _exact_noise_log_cdf(kind, prm, (s - m - 1.0) if discrete else (s - m))
+    return logsumexp(lp + lo), logsumexp(lp + hi)
+
+
+def _far_releases(family, c, kind, prm):
+    """The clamp bounds 0 and n, the count's tails 40 sd out, and releases 50 noise sd beyond
+    both ends of the support."""
+    nsd = math.sqrt(float(SPEC[kind](prm).variance))
+    if family == "binomial":
+        mean, var, top = c[0] * c[1], c[0] * c[1] * (1 - c[1]), c[0]
+    else:
+        mean = var = c[0]
+        top = mean + 40 * math.sqrt(var + nsd**2)
+    sd = math.sqrt(var + nsd**2)
+    ys = [0.0, top, mean - 40 * sd, mean + 40 * sd, -50 * nsd - 5, top + 50 * nsd + 5]
+    return [float(np.floor(y)) for y in ys]
+
+
+_FAR_FUNCS = {}
+
+
+def _far_function(family, kind, n, prm):
+    """(log P(Y <= y), log P(Y > y), clamped logp at y with lower = 0, upper = n) for a
+    vector of releases and count parameters: one compile per (family, kind, n, noise)."""
+    key = (family, kind, n, prm)
+    if key not in _FAR_FUNCS:
+        y, q = pt.dvector("y"), pt.dvector("q")
+        if family == "binomial":
+            lc, lcc = ncm.noisy_binomial_log_cdfs(y, n, q, SPEC[kind], prm)
+            clamped = ncm.noisy_binomial_logp(y, n, q, SPEC[kind], prm, 0.0, n)
+        else:
+            lc, lcc = ncm.noisy_poisson_log_cdfs(y, q, SPEC[kind], prm)
+            clamped = ncm.noisy_poisson_logp(y, q, SPEC[kind], prm, 0.0, None)
+        _FAR_FUNCS[key] = pytensor.function([y, q], [lc, lcc, clamped])
+    return _FAR_FUNCS[key]
+
+
+def _check_far(family, kind, n, prm, qs):
+    """Every release of :func:`_far_releases` for each count parameter in ``qs``: both log
+    CDFs, and the clamped log pmf at the bounds (the atoms), within 1e-8 relative on the log
+    (the real-release tests' standard; the brute force is good to ~1e-12)."""
+    rows = [(y, q) for q in qs for y in _far_releases(family, (n or q, q), kind, prm)]
+    y, q = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    lc, lcc, clamped = _far_function(family, kind, n, prm)(y, q)
+    bad = []
+    for i, (yi, qi) in enumerate(rows):
+        c = (n, qi) if family == "binomial" else (qi,)
+        ref = _exact_count_log_cdfs(family, c, kind, prm, yi)
+        got = [lc[i], lcc[i]]
+        top = n if family == "binomial" else None
+        if yi == 0.0:
+            got.append(clamped[i])
+            ref = (*ref, ref[0])
+        elif top is not None and yi == top:
+            got.append(clamped[i])
+            up = (
+                ref[1]
+                if kind not in DISCRETE
+                else _exact_count_log_cdfs(family, c, kind, prm, yi - 1.0)[1]
+            )
+            ref = (*ref, up)
+        for g, r in zip(got, ref, strict=False):
+            ok = (np.isneginf(g) and np.isneginf(r)) or abs(g - r) <= 1e-8 * max(1.0, abs(r))
+            if not ok:
+                bad.append((yi, qi, g, r))
+    assert not bad, bad[:6]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        # the Python-VM evaluation of the discrete Gaussian's split sums (noise tails of 96
+        # terms on every window point) took ~300 s here on a shared 2-core machine
+        pytest.param(k, marks=pytest.mark.heavy) if k == "discrete_gaussian" else k
+        for k in KINDS
+    ],
+)
+def test_clamp_atoms_far_from_the_mass(kind):
+    """n = 1e6, p = 0.4, noise 300 (the mass at 4e5 +- 300, the atoms at 0 and n hundreds of
+    thousands of nats down): the audit reported -429,582.94 for the lower atom of the
+    discrete Gaussian and -820,403 for the upper one; two independent brute-force sums (over
+    the count value, and over the noise value with cumulative binomial CDFs) give -270,979.58
+    and -551,749.99, as the package does, so the check here is the brute force over every
+    count value."""
+    _check_far("binomial", kind, 10**6, 300.0, (0.4,))
+
+
+@pytest.mark.heavy  # ~80 compiles and brute-force sums over 1e6 count values per release
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("prm", [0.3, 30.0, 1000.0])
+def test_clamp_atoms_far_from_the_mass_grid(kind, prm):
+    """Held-out grid: n from 10 to 1e6, p from 1e-3 to 0.999, Poisson mu from 0.5 to 1e6, noise
+    0.3 to 1000; releases at the clamp bounds, 40 sd into both tails and 50 noise sd beyond
+    the support on both sides."""
+    for n in (10, 2 * 10**5, 10**6):
+        _check_far("binomial", kind, n, prm, (1e-3, 0.4, 0.999))
+    _check_far("poisson", kind, None, prm, (0.5, 50.0, 1e4, 1e6))
+
+
+@pytest.mark.parametrize("kind", [noise.Gaussian, noise.DiscreteGaussian])
+def test_gaussian_kinds_sigma_constant_graph_folds_random_sigma_refused(kind):
+    """A sigma fixed when the graph is built (here a graph of constants) is folded and gives the
+    constant's logp; a random sigma (a model parameter, also under pm.Truncated, which builds
+    its sampler anyway) is refused with the message naming `sigma`, as a ValueError."""
+    folded = pm.logp(pmd.NoisyPoisson.dist(6.0, noise=kind(pt.constant(1.5) * 2.0)), 3.0)
+    plain = pm.logp(pmd.NoisyPoisson.dist(6.0, noise=kind(3.0)), 3.0)
+    got, want = pytensor.function([], [folded, plain])()
+    assert got == want  # the same graph once folded: equal to the last bit
+    with pm.Model() as m:
+        sigma = pm.HalfNormal("sigma", 3.0)
+        pmd.NoisyPoisson("y", 6.0, noise=kind(sigma), observed=[3.0])
+        dist = pmd.NoisyPoisson.dist(6.0, noise=kind(sigma))
+        pm.Truncated("t", dist, lower=0.0, observed=[3.0])
+    with pytest.raises(ValueError, match="constant `sigma`"):
+        m.logp(vars=[m["y"]])
+    with pytest.raises(ValueError, match="constant `sigma`"):
+        m.logp(vars=[m["t"]])
+    with pytest.raises(ValueError, match="constant `sigma`"):
+        pm.logcdf(pmd.NoisyPoisson.dist(6.0, noise=kind(pt.dscalar("s"))), 3.0)

@@ -1,0 +1,126 @@
+"""Parameters given per group (``mu=mu_g[group]``): the grouped path (the kernel op with the
+group index, the parameter-only terms lifted above the gather) gives the numbers of the
+ungathered per-report computation (the same logp with a per-report parameter vector that is
+not a gather), for the logp and the gradient summed per group.
+
+The group index is unsorted and leaves groups empty; the parameter sets span the kernel's
+linear-space region and the log-space forms outside it (mu far outside the clipping
+interval, sigma much larger than the noise, epsilon above the linear region's limit).
+
+Tolerance: the clipped normal's grouped kernel runs, per group, the same function on the same numbers as the
+per-report kernel (the counting sort changes only the order in which reports are visited), so
+the per-report logp is equal to the bit (the clipped exponential, a PyTensor graph, to
+1e-14: see ``_check``); the per-group gradient is a sum of the same
+per-report terms taken in a different order (scatter-add vs the per-report gradient summed
+here with ``np.bincount``), so it agrees to 1e-12 relative to the sum of absolute terms.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+import pymc_dpnoise as pmd
+
+N_GROUPS = 7
+RNG = np.random.default_rng(37)
+# groups 2 and 5 are empty; the order is random
+GROUP = RNG.permutation(np.repeat([0, 1, 3, 4, 6], 40)).astype("int64")
+N = GROUP.size
+
+# per group: (mu, sigma, epsilon), bounds (-1, 2); rows 2 and 5 belong to empty groups
+NORMAL = np.array(
+    [
+        [0.5, 1.0, 1.0],  # linear region
+        [-80.0, 1.0, 1.0],  # mu far below: beta > 30, log-space forms
+        [0.0, 1.0, 1.0],
+        [1.0, 40.0, 3.0],  # kappa > 5
+        [2.5, 0.05, 120.0],  # epsilon > 50
+        [0.0, 1.0, 1.0],
+        [1e3, 2.0, 0.3],  # mu far above
+    ]
+)
+# (lam, epsilon) per group
+EXPONENTIAL = np.array(
+    [[1.0, 1.0], [3.0, 0.5], [1.0, 1.0], [0.3, 2.0], [2.0, 5.0], [1.0, 1.0], [0.2, 0.5]]
+)
+
+
+def _reports(kind):
+    rng = np.random.default_rng(1)
+    if kind == "normal":
+        return np.concatenate([[-1.0, 2.0], rng.uniform(-3.0, 4.0, N - 2)])
+    return np.concatenate([[0.0, 3.0], rng.uniform(-2.0, 5.0, N - 2)])
+
+
+def _dist(kind, params):
+    if kind == "normal":
+        mu, sigma, eps = params
+        return pmd.LaplacePerturbedClippedNormal.dist(
+            mu=mu, sigma=sigma, lower=-1.0, upper=2.0, epsilon=eps
+        )
+    lam, eps = params
+    return pmd.LaplacePerturbedClippedExponential.dist(lam=lam, upper=3.0, epsilon=eps)
+
+
+def _functions(kind, mode):
+    """(grouped, per-report): each a function of the per-group parameter columns returning
+    the per-report logp and the gradient of its sum w.r.t. each column (per group)."""
+    n_par = 3 if kind == "normal" else 2
+    cols = [pt.dvector(f"p{i}", shape=(N_GROUPS,)) for i in range(n_par)]
+    per = [pt.dvector(f"r{i}", shape=(N,)) for i in range(n_par)]
+    z = _reports(kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lp_g = pm.logp(_dist(kind, [c[GROUP] for c in cols]), z)
+        lp_r = pm.logp(_dist(kind, per), z)
+        grouped = pytensor.function(cols, [lp_g, *pytensor.grad(lp_g.sum(), cols)], mode=mode)
+        ungathered = pytensor.function(per, [lp_r, *pytensor.grad(lp_r.sum(), per)], mode=mode)
+    return grouped, ungathered
+
+
+def _check(kind, mode):
+    table = NORMAL if kind == "normal" else EXPONENTIAL
+    grouped, ungathered = _functions(kind, mode)
+    lp, *grads = grouped(*table.T)
+    ref_lp, *ref_grads = ungathered(*(c[GROUP] for c in table.T))
+    assert np.all(np.isfinite(lp))
+    if kind == "normal":
+        np.testing.assert_array_equal(lp, ref_lp)
+    else:
+        # a graph, not a kernel (not lifted: the gather stays in the graph); PyTensor may fuse
+        # the gathered and the per-report inputs differently, which can change the last bit
+        np.testing.assert_allclose(lp, ref_lp, rtol=1e-14, atol=0)
+    for g, r in zip(grads, ref_grads, strict=True):
+        want = np.bincount(GROUP, r, minlength=N_GROUPS)
+        scale = np.bincount(GROUP, np.abs(r), minlength=N_GROUPS)
+        assert np.all(np.abs(g - want) <= 1e-12 * scale), (g, want)
+        assert g[2] == g[5] == 0.0  # empty groups
+
+
+def _grouped_op_used(kind, mode):
+    grouped, _ = _functions(kind, mode)
+    return any("grouped=True" in str(node.op) for node in grouped.maker.fgraph.apply_nodes)
+
+
+@pytest.mark.parametrize("kind", ["normal", "exponential"])
+def test_grouped_equals_per_report(kind):
+    _check(kind, None)
+
+
+def test_clipped_normal_takes_the_grouped_kernel():
+    assert _grouped_op_used("normal", None)
+
+
+@pytest.mark.backend
+@pytest.mark.parametrize("kind", ["normal", "exponential"])
+@pytest.mark.parametrize("mode", ["NUMBA", "JAX"])
+def test_grouped_equals_per_report_backends(kind, mode):
+    if mode == "JAX":
+        pytest.importorskip("jax")
+    _check(kind, mode)
