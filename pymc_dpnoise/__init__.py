@@ -17,9 +17,6 @@ posterior_release
     of a discrete Bayesian network (Laplace and Fourier mechanisms on the count updates,
     posterior sampling, MAP by the exponential mechanism), the network structure
     (:class:`BayesNet`), and the noise-aware reading of a release (PyMC model, exact posterior).
-bayesnet
-    The Bayesian network structure (:class:`BayesNet`), kept at its old path; it lives in
-    ``posterior_release.network``.
 privacy_check
     Empirical privacy checks (largest log-ratio of output frequencies on neighbours).
 math
@@ -97,7 +94,6 @@ SUBPACKAGES = (
     "noise",
     "mechanisms",
     "posterior_release",
-    "bayesnet",
     "privacy_check",
     "math",
     "distributions",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._optional import require
+from .optional import require
 
 __all__ = ["FAMILIES", "family"]
 

@@ -320,7 +320,7 @@ def sample_compiled(
     """
     import time
 
-    from ._optional import require
+    from .optional import require
 
     nutpie = require("nutpie", extra="samplers", feature="sample_compiled")
     t0 = time.perf_counter()
@@ -607,7 +607,12 @@ class SBCResult:
         return pd.DataFrame(rows)
 
 
-def _fit_nutpie(compiled, reports, draws, tune, chains, seed):
+def fit_nutpie(compiled, reports, draws, tune, chains, seed):
+    """Sample a compiled nutpie model with ``reports`` as its data; returns nutpie's trace.
+
+    The simulation loops' sampler (one core, no progress bar); not in ``__all__``:
+    :func:`sample_compiled` is the user-facing form.
+    """
     import nutpie
 
     c = compiled.with_data(reports=reports)
@@ -616,7 +621,7 @@ def _fit_nutpie(compiled, reports, draws, tune, chains, seed):
     )
 
 
-def _fit_pymc(model, draws, tune, chains, seed, sampler="pymc"):
+def fit_pymc(model, draws, tune, chains, seed, sampler="pymc"):
     """``pm.sample`` as the checks run it: one core, no progress bar, no convergence checks
     (the callers compute their own R-hat)."""
     import pymc as pm
@@ -649,12 +654,12 @@ def _sbc_worker(problem, noise_aware, seeds, draws, tune, chains, sampler):
                 import nutpie
 
                 compiled = nutpie.compile_pymc_model(problem.build_model(reports, noise_aware))
-            trace = _fit_nutpie(
+            trace = fit_nutpie(
                 compiled, problem.model_data(reports, noise_aware), draws, tune, chains, seed
             )
         else:
             model = problem.build_model(reports, noise_aware)
-            trace = _fit_pymc(model, draws, tune, chains, seed, sampler)
+            trace = fit_pymc(model, draws, tune, chains, seed, sampler)
         row_q, row_t, rhats = [], [], []
         for post, true in problem.extract(trace.posterior, truth):
             row_q.append(posterior_quantile(post, true))
@@ -715,7 +720,7 @@ def simulation_based_calibration(
         raise ValueError("`n_replicates` must be >= 1")
     if sampler not in ("nutpie", "pymc", "numpyro"):
         raise ValueError("`sampler` must be one of 'nutpie', 'pymc', 'numpyro'")
-    from ._optional import require
+    from .optional import require
 
     feature = f"simulation_based_calibration(sampler={sampler!r})"
     if sampler == "nutpie":  # checked here, not in the worker processes

@@ -154,7 +154,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.tensor.random.basic import exponential, laplace, normal, uniform
 
-from ._validation import check_finite, constant_value
+from .validation import check_finite, constant_value
 
 
 class _MathNoise:
@@ -1140,11 +1140,12 @@ def from_census(sigma_sq=None, *, exact_variance=None) -> DiscreteGaussian:
 
 
 # ------------------------------------------------------------------------------------------------
-# Reading an OpenDP measurement (from_opendp; pymc_dpnoise.mechanisms.opendp_releases uses these)
+# Reading an OpenDP measurement (from_opendp; pymc_dpnoise.mechanisms.opendp_releases uses the
+# public names below, which are not in __all__: they are shared inside the package)
 # ------------------------------------------------------------------------------------------------
 
 #: :data:`pymc_dpnoise.mechanisms.opendp_releases.MAP_RTOL` (documented there)
-_MAP_RTOL = 1e-6
+MAP_RTOL = 1e-6
 
 _INTEGER_TYPE = re.compile(r"[iu](8|16|32|64|128|size)")
 _FLOAT_TYPES = ("f32", "f64")
@@ -1190,7 +1191,7 @@ def _noise_step(measurement):
         )
 
 
-def _opendp_censoring(measurement) -> dict:
+def opendp_censoring(measurement) -> dict:
     """``{"lower": ..., "upper": ...}``: where OpenDP censors the noisy value (see
     :func:`pymc_dpnoise.mechanisms.opendp_releases.clamp_from_measurement`).
 
@@ -1225,7 +1226,7 @@ def _element_type(domain) -> str:
     return inner.group(1) if inner else carrier
 
 
-def _read_opendp(measurement, d_in):
+def read_opendp(measurement, d_in):
     """``(spec, element type, stated privacy, d at the noise)`` of a checked measurement."""
     if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
         raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
@@ -1280,7 +1281,7 @@ def _read_opendp(measurement, d_in):
         # ... and the map's shape checked at twice the distance (linear / quadratic)
         twice = float(_map(noise_meas, d * 2, "the measurement"))
         expect = stated * (4.0 if gaussian else 2.0)
-        if not abs(twice - expect) <= _MAP_RTOL * expect:
+        if not abs(twice - expect) <= MAP_RTOL * expect:
             raise ValueError(
                 f"OpenDP's map is {stated!r} at d_in={d!r} and {twice!r} at twice that "
                 f"(expected {expect!r} for {cls.__name__} noise): not a Laplace / Gaussian "
@@ -1292,12 +1293,12 @@ def _read_opendp(measurement, d_in):
         raise ValueError(f"{how} is outside the noise specs' range: {err}") from None
 
     expected = spec.rho(d_noise) if gaussian else spec.epsilon(d_noise)
-    if not abs(stated - expected) <= _MAP_RTOL * expected:
+    if not abs(stated - expected) <= MAP_RTOL * expected:
         kind = "rho" if gaussian else "epsilon"
         raise ValueError(
             f"OpenDP's privacy map states {kind}={stated!r} at d_in={d_in!r}, but {spec!r} at "
             f"sensitivity {d_noise!r} has {kind}={expected!r} (relative difference "
-            f"{abs(stated - expected) / expected:.2e} > MAP_RTOL={_MAP_RTOL:g}): the noise is "
+            f"{abs(stated - expected) / expected:.2e} > MAP_RTOL={MAP_RTOL:g}): the noise is "
             "not that spec (e.g. a float measurement with a coarse granularity `k`, whose "
             "lattice OpenDP's map accounts for)"
         )
@@ -1306,4 +1307,4 @@ def _read_opendp(measurement, d_in):
 
 def from_opendp(measurement, d_in=1):
     """The spec of an OpenDP measurement's noise; see :mod:`pymc_dpnoise.mechanisms.opendp_releases`."""
-    return _read_opendp(measurement, d_in)[0]
+    return read_opendp(measurement, d_in)[0]

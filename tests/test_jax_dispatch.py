@@ -1,4 +1,4 @@
-"""The package's JAX implementations are registered lazily (pymc_dpnoise._jax_dispatch).
+"""The package's JAX implementations are registered lazily (pymc_dpnoise.math._jax_dispatch).
 
 Importing the distributions must not import JAX (3-14 CPU-s per fresh process for users who
 never sample with a JAX backend), and the JAX implementations of the custom ops must still be
@@ -19,7 +19,7 @@ import pytest
 _USE_OPS = """
 import numpy as np, pytensor, pytensor.tensor as pt
 from pymc_dpnoise.math import clipped_normal_laplace_logp
-from pymc_dpnoise.math._linalg import cholesky_inverse
+from pymc_dpnoise.math.linalg import cholesky_inverse
 from pymc_dpnoise.math._special import log_binom_pmf
 
 x = pt.dmatrix("x")

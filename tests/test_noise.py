@@ -366,17 +366,17 @@ def test_opendp_clamp_sum_chain_sensitivity(gaussian):
     """make_clamp >> then_sum >> then_laplace / then_gaussian on integers: the sum's
     sensitivity under add/remove is max(|L|, |U|) per record, read from the chain's maps
     (not assumed), and the noise on the sum is the spec."""
-    from pymc_dpnoise.noise import _read_opendp
+    from pymc_dpnoise.noise import read_opendp
 
     dp = _opendp()
     records = dp.vector_domain(dp.atom_domain(T="i64")), dp.symmetric_distance()
     then = dp.m.then_gaussian if gaussian else dp.m.then_laplace
     meas = records >> dp.t.then_clamp((-3, 10)) >> dp.t.then_sum() >> then(5.0)
-    spec, elem, stated, d_noise = _read_opendp(meas, 1)
+    spec, elem, stated, d_noise = read_opendp(meas, 1)
     assert spec == (noise.DiscreteGaussian(5.0) if gaussian else noise.DiscreteLaplace(5.0))
     assert d_noise == 10.0 and elem == "i64"
     assert stated == pytest.approx(spec.rho(10.0) if gaussian else spec.epsilon(10.0), rel=1e-12)
-    assert _read_opendp(meas, 3)[3] == 30.0
+    assert read_opendp(meas, 3)[3] == 30.0
     data = [4, -7, 12, 0, 3]  # clamped sum: 4 - 3 + 10 + 0 + 3 = 14
     draws, p = _fitting_pvalue(
         lambda: np.fromiter((meas(data) for _ in range(N_ATOM)), np.int64, N_ATOM) - 14,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import pymc_dpnoise as pmd
-from pymc_dpnoise._optional import MissingOptionalDependency, require
+from pymc_dpnoise.optional import MissingOptionalDependency, require
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pymc_dpnoise"

@@ -100,8 +100,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .._validation import check_finite
-from ..mechanisms.core import _rng
+from ..validation import check_finite, check_rng
 
 __all__ = [
     "conjugate_posterior",
@@ -221,7 +220,7 @@ def posterior_cdf(family: str, params, theta) -> np.ndarray:
 
 def posterior_draws(family: str, params, size: int, rng) -> np.ndarray:
     """``size`` draws of each conjugate posterior: shape ``(size, *broadcast(a, b).shape)``."""
-    rng = _rng(rng)
+    rng = check_rng(rng)
     a, b = np.broadcast_arrays(*map(np.asarray, params))
     if _family(family) == "binomial":
         return rng.beta(a, b, size=(int(size), *a.shape))
@@ -274,7 +273,7 @@ def ops_binomial(s, n, epsilon, rng, *, alpha=1.0, beta=1.0, samples=100, a0=0.1
     numpy.ndarray, shape ``(samples, *shape)``
         The released draws: the "OPS posterior" of each data set.
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     s, n = np.broadcast_arrays(_counts("s", s), _counts("n", n))
     if np.any(s > n):
         raise ValueError("`s` must be <= `n`")
@@ -360,7 +359,7 @@ def _sigma2_update(y, s, scale, rng):
 
 
 def _gibbs_alg1(family, y, n, epsilon, sensitivity, alpha, beta, iters, burn, rng, init):
-    rng = _rng(rng)
+    rng = check_rng(rng)
     iters, burn = _iterations(iters, burn)
     y, n, eps, sens = np.broadcast_arrays(
         _released("y", y),
@@ -512,7 +511,7 @@ def gibbs_truncated_exponential(
 
     Returns the chain of the rate, shape ``(iters, *broadcast shape)``.
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     iters, burn = _iterations(iters, burn)
     lo, up = float(lower), float(upper)
     if not (np.isfinite(lo) and np.isfinite(up) and 0.0 <= lo < up):

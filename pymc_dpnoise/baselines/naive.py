@@ -192,7 +192,7 @@ def _read_params(entry, rv):
 
 
 def _const(x, what, public):
-    from .._validation import constant_value
+    from ..validation import constant_value
 
     v = constant_value(x)
     if v is None:
@@ -470,7 +470,7 @@ def _linreg(p, obs, op, size=None):
 
 
 def _scatter_logp(value, theta, sigma, cov, n, _shape):
-    from ..math._linalg import spd_inverse_logdet
+    from ..math.linalg import spd_inverse_logdet
 
     c = _clean_joint_cov(theta, sigma, cov)
     prec, logdet, _ = spd_inverse_logdet(c)
@@ -707,7 +707,7 @@ def naive_model(model=None, *, warn=True):
             entry = _lookup(rv)
         except TypeError:
             continue  # not one of ours: kept as it is
-        from .._validation import constant_value
+        from ..validation import constant_value
 
         obs = constant_value(value)
         if obs is None:

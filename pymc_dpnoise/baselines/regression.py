@@ -16,8 +16,8 @@ import math
 import numpy as np
 from scipy import special
 
-from .._validation import check_finite, check_positive
-from ..mechanisms.core import _rng, analytic_gaussian_sigma
+from ..mechanisms.core import analytic_gaussian_sigma
+from ..validation import check_finite, check_positive, check_rng
 
 __all__ = ["ldp_sgd", "ldp_sgd_group_size"]
 
@@ -91,7 +91,7 @@ def ldp_sgd(
     >>> bool(np.allclose(fit["theta"], [1.0, -1.0], atol=0.25))
     True
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     if X.ndim != 2:

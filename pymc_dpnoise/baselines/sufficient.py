@@ -67,8 +67,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .._validation import check_finite
-from ..mechanisms.core import _rng
+from ..validation import check_finite, check_rng
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -401,7 +400,7 @@ def dp_sgld(
     """
     if glm not in _GLMS:
         raise ValueError(f"`glm` must be one of {_GLMS}; got {glm!r}")
-    rng = _rng(rng)
+    rng = check_rng(rng)
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise ValueError(f"`X` must have shape (N, d); got {X.shape}")

@@ -75,7 +75,7 @@ def check_target(path: str, *, inputs=(), force: bool = False, option: str = "--
             "(draws), .nc (NetCDF) or .zarr (Zarr store)"
         )
     if fmt == "zarr":
-        from .._optional import MissingOptionalDependency, require
+        from ..optional import MissingOptionalDependency, require
 
         try:
             require("zarr", extra="zarr", feature=f"{option} {path} (a Zarr store)", load=False)

@@ -14,7 +14,7 @@ from pytensor.tensor import NoneConst
 from pytensor.tensor.random.basic import laplace
 from pytensor.tensor.random.utils import normalize_size_param
 
-from .._validation import constant_value
+from ..validation import constant_value
 
 
 def _f64(x):

@@ -15,8 +15,8 @@ from pytensor.tensor.random.basic import exponential, normal
 from pytensor.tensor.random.utils import normalize_size_param
 
 from .. import math as dpmath
-from .._validation import check_finite, check_less, check_positive, check_shapes
 from ..math._op_support import lift_grouped
+from ..validation import check_finite, check_less, check_positive, check_shapes
 from ._common import (
     _NO_ICDF,
     _all_finite,

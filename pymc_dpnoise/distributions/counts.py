@@ -15,7 +15,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from .. import noise
-from .._validation import check_positive, check_shapes, constant_value
+from ..validation import check_positive, check_shapes, constant_value
 from .noisy_counts import (
     NoisyBinomial,
     NoisyPoisson,

@@ -40,8 +40,8 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.tensor.random.basic import exponential, multinomial, normal, poisson
 
 from .. import noise as noise_mod
-from .._validation import check_finite, check_positive, check_shapes, constant_value
 from ..math import expfam as emath
+from ..validation import check_finite, check_positive, check_shapes, constant_value
 from ._common import _f64, _NoImputeContinuous, _plus_laplace, _rv_inputs, _rv_node
 
 __all__ = [
@@ -826,7 +826,7 @@ class GaussianNoisyMultinomial(_NoImputeContinuous):
 _LATENTS = ("auto", "noise_variance", "counts")
 
 
-def _auto_latent(n, epsilon, sensitivity):
+def auto_latent(n, epsilon, sensitivity):
     """``"counts"`` where the Laplace noise dominates every count's sampling spread, else
     ``"noise_variance"`` (see :func:`LaplaceNoisyMultinomial`)."""
     vals = [constant_value(v) for v in (n, epsilon, sensitivity)]
@@ -974,7 +974,7 @@ def LaplaceNoisyMultinomial(
             sensitivity = 2.0
         _validate_multinomial(n, p, epsilon, sensitivity)
         if latent == "auto":
-            latent = _auto_latent(n, epsilon, sensitivity)
+            latent = auto_latent(n, epsilon, sensitivity)
     n_t, p_t, eps_t = map(_f64, (n, p, epsilon))
     sens_t = None if gaussian else _f64(sensitivity)
     if observed is not None:

@@ -28,9 +28,9 @@ from pymc.distributions.distribution import SymbolicRandomVariable
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.tensor.random.basic import normal
 
-from .._validation import check_finite, check_positive, constant_value
 from ..math import expfam_normal as nmath
 from ..mechanisms.expfam_normal import truncated_normal_sum_sensitivity
+from ..validation import check_finite, check_positive, constant_value
 from ._common import (
     _all_finite,
     _check_value_batch,

@@ -16,8 +16,8 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.tensor.random.basic import categorical, integers, uniform
 
 from .. import math as dpmath
-from .._validation import check_finite, check_positive, check_required, constant_value
 from ..mechanisms.frequency import MAX_EPSILON  # one limit for the release and the likelihood
+from ..validation import check_finite, check_positive, check_required, constant_value
 from ._common import (
     REPORT_DTYPE,
     _check_observed,

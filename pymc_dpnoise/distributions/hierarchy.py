@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_finite, check_positive
+from ..validation import check_finite, check_positive
 
 __all__ = [
     "LIKELIHOODS",

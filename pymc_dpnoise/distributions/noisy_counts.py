@@ -44,8 +44,8 @@ from pymc.logprob.abstract import _logccdf, _logcdf, _logprob
 from pytensor.tensor.random.basic import binomial, poisson
 
 from .. import noise as noise_mod
-from .._validation import check_finite, check_required, check_shapes, constant_value
 from ..math import noisy_counts as ncm
+from ..validation import check_finite, check_required, check_shapes, constant_value
 from ._common import (
     REPORT_DTYPE,
     _all_finite,

@@ -25,15 +25,15 @@ from pytensor.graph.op import Op
 from pytensor.tensor.random.basic import gamma, multivariate_normal, normal, uniform
 from pytensor.tensor.random.utils import normalize_size_param
 
-from .._validation import (
+from ..math import regression as rmath
+from ..math.linalg import spd_inverse_logdet
+from ..validation import (
     broadcasts_to,
     check_finite,
     check_positive,
     check_required,
     constant_value,
 )
-from ..math import regression as rmath
-from ..math._linalg import spd_inverse_logdet
 from ._common import (
     _all_finite,
     _check_observed,

@@ -9,8 +9,8 @@ from pymc.distributions.distribution import SymbolicRandomVariable
 from pymc.logprob.abstract import _logprob
 from pytensor.tensor.random.basic import normal
 
-from .._validation import check_finite, check_positive, check_required, constant_value
 from ..math import sufficient as ssmath
+from ..validation import check_finite, check_positive, check_required, constant_value
 from ._common import (
     _all_finite,
     _check_value_batch,

@@ -76,9 +76,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._optional import require
 from ..baselines import expfam as bl
 from ..diagnostics import SBCProblem, mmd, posterior_quantile, sample_compiled
+from ..optional import require
 from .toolkit import experiment_parser, sbc_coverage, seeded_rng, write_table
 
 __all__ = [
@@ -272,7 +272,7 @@ class NoisyMultinomialSBC(SBCProblem):
     @property
     def variant(self) -> str:
         """The latent parametrisation of :func:`~pymc_dpnoise.LaplaceNoisyMultinomial`."""
-        from ..distributions.expfam import _auto_latent
+        from ..distributions.expfam import auto_latent as _auto_latent
 
         return _auto_latent(self.n, self.epsilon, 2.0)
 

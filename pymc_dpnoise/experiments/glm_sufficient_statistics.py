@@ -90,7 +90,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._optional import require
 from ..baselines import dp_sgld, ldp_sgd, least_squares, logistic_mle
 from ..datasets import adult_data, wine_data
 from ..diagnostics import (
@@ -103,6 +102,7 @@ from ..diagnostics import (
 from ..math.sufficient import stat_dim
 from ..mechanisms.core import analytic_gaussian_sigma, clip_rows
 from ..mechanisms.sufficient import release_sufficient_statistics, ss_sensitivity
+from ..optional import require
 from ..priors import lkj_corr_draw, scaled_lkj_cov
 from .ldp_regression import SGD_GRID
 from .toolkit import coverage_summary, experiment_parser, result_coverage, run_sbc, write_table
@@ -743,7 +743,7 @@ def posterior_contraction(
     """
     import warnings
 
-    from ..diagnostics import _fit_nutpie
+    from ..diagnostics import fit_nutpie as _fit_nutpie
 
     nutpie = require("nutpie", extra="notebooks", feature="posterior_contraction")
 

@@ -162,7 +162,7 @@ def multi_freq_ldpy_estimates(reports, epsilon) -> dict:
     Both sum the reports with Python's ``sum`` over rows, which keeps the input dtype: int8
     reports would overflow, so they are passed as float64.
     """
-    from .._optional import require
+    from ..optional import require
 
     ue = require(
         "multi_freq_ldpy.pure_frequency_oracles.UE",

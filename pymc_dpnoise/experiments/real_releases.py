@@ -163,7 +163,7 @@ def opendp_release(counts, rho: float):
     the release and the measurement; the zCDP cost that OpenDP's privacy map states is checked
     against ``rho`` to 1e-9.
     """
-    from .._optional import require
+    from ..optional import require
 
     dp = require("opendp.prelude", extra="notebooks", feature="the real_releases experiment")
     dp.enable_features("contrib")
@@ -469,7 +469,8 @@ def fit_release(
     tau.  Sampler: PyMC's NUTS on the C backend (compiles in seconds, where Numba takes a
     minute).
     """
-    from ..diagnostics import _fit_pymc, split_rhat
+    from ..diagnostics import fit_pymc as _fit_pymc
+    from ..diagnostics import split_rhat
 
     n = groups["n"].to_numpy()
     rows, info = [], []

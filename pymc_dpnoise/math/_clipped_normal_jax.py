@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._jax_dispatch import require_x64
+from ._jax_dispatch import require_x64
 
 _SQRT2 = math.sqrt(2.0)
 _LOG2 = math.log(2.0)

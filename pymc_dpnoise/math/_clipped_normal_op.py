@@ -83,10 +83,10 @@ from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
 from pytensor.graph.traversal import ancestors
 
-from .._jax_dispatch import when_jax_dispatch_loads
 from . import _clipped_normal_kernel as _kernel_module
 from . import _simd
 from ._clipped_normal_kernel import _clipped_normal_grouped_kernel, _clipped_normal_kernel
+from ._jax_dispatch import when_jax_dispatch_loads
 from ._jit import njit as _njit
 from ._op_support import (
     perform_kernel,

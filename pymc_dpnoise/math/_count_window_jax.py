@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._jax_dispatch import require_x64
+from ._jax_dispatch import require_x64
 from ._special_jax import log_binom_pmf, log_poisson_pmf
 
 

@@ -12,8 +12,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .._jax_dispatch import require_x64
 from ._clipped_normal_jax import _erfcx_parts
+from ._jax_dispatch import require_x64
 
 _TINY_SD = 1e-150
 _LOG2 = math.log(2.0)

@@ -19,7 +19,7 @@ import pytensor.tensor as pt
 from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.tensor.rewriting.basic import register_canonicalize
 
-from .._jax_dispatch import when_jax_dispatch_loads
+from ._jax_dispatch import when_jax_dispatch_loads
 
 
 def kernel_node(op, inputs, n_out):

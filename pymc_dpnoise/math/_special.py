@@ -54,7 +54,7 @@ from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from .._jax_dispatch import when_jax_dispatch_loads
+from ._jax_dispatch import when_jax_dispatch_loads
 from ._jit import helper as _helper
 from ._jit import njit as _njit
 from ._op_support import register_numba_kernel

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import gammaln
 
-from .._jax_dispatch import require_x64
+from ._jax_dispatch import require_x64
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _FPMIN = 1e-300

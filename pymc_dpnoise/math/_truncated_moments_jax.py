@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
-from .._jax_dispatch import require_x64
+from ._jax_dispatch import require_x64
 from ._special_jax import log_poisson_pmf
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 
-from .._validation import static_value
+from ..validation import static_value
 from . import _normal_laplace, _truncated_moments
 from ._normal_laplace import normal_laplace_kernel_logp
 from ._special import log_poisson_cdf_ratio, log_poisson_pmf

@@ -638,7 +638,7 @@ def perturbed_logreg_summary_logp(value, theta, cov, sigma_x, epsilon, tol, d: i
     """
     import pytensor.tensor as pt
 
-    from ._linalg import spd_inverse_logdet
+    from .linalg import spd_inverse_logdet
 
     vec = pt.as_tensor_variable(value).astype("float64")
     if not isinstance(tol, pt.TensorVariable):

@@ -18,7 +18,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs
 
-from .._validation import constant_value
+from ..validation import constant_value
 
 __all__ = [
     "discrete_gaussian_logcdf",

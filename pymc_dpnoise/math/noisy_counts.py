@@ -137,7 +137,7 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 from pytensor.graph.basic import Variable
 
-from .._validation import constant_value, static_value
+from ..validation import constant_value, static_value
 from . import _count_window
 from . import counts as cm
 from ._count_window import count_window_logsumexp

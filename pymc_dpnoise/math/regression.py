@@ -73,7 +73,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
 
-from ._linalg import spd_inverse_logdet
+from .linalg import spd_inverse_logdet
 
 __all__ = [
     "chebyshev_sigmoid_coefficients",
@@ -103,7 +103,7 @@ def _as_f64(x):
 
 
 # --------------------------------------------------------------------------------------------
-# Gaussian log densities (C⁻¹ and log|C| from one Cholesky factor: ._linalg)
+# Gaussian log densities (C⁻¹ and log|C| from one Cholesky factor: .linalg)
 # --------------------------------------------------------------------------------------------
 
 

@@ -63,7 +63,7 @@ from functools import cache
 import numpy as np
 import pytensor.tensor as pt
 
-from ._linalg import cholesky_inverse
+from .linalg import cholesky_inverse
 
 __all__ = [
     "GLMS",

@@ -101,8 +101,6 @@ def __getattr__(name):
 
     if name in _POSTERIOR_RELEASE:
         value = getattr(importlib.import_module("..posterior_release", __name__), name)
-    elif name == "posterior":  # the old module, kept as a re-export (``mechanisms.posterior``)
-        value = importlib.import_module(".posterior", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -10,7 +10,7 @@ import types
 import numpy as np
 from scipy.special import log_ndtr
 
-from .._validation import broadcasts_to, check_broadcast, check_finite, check_less, check_positive
+from ..validation import broadcasts_to, check_broadcast, check_finite, check_less, check_positive
 
 __all__ = [
     "analytic_gaussian_sigma",

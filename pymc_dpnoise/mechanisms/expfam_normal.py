@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from .._validation import check_finite
+from ..validation import check_finite
 from .core import as_float, release_guard
 from .counts import _epsilon, _n_records, _value
 from .expfam import _bound, _TruncatedRelease

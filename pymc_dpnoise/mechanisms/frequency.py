@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_finite, check_positive
+from ..validation import check_finite, check_positive
 from .core import _rng, release_guard
 
 __all__ = [

@@ -106,8 +106,9 @@ import math
 
 import numpy as np
 
-from .._validation import check_less
-from ..noise import _MAP_RTOL, Noise, _opendp_censoring, _read_opendp
+from ..noise import MAP_RTOL as _MAP_RTOL
+from ..noise import Noise, opendp_censoring, read_opendp
+from ..validation import check_less
 from .core import as_float, check_privacy_parameter, release_guard
 
 __all__ = [
@@ -156,7 +157,7 @@ class OpenDPRelease:
 
 
 def _opendp():
-    from .._optional import require
+    from ..optional import require
 
     dp = require("opendp.prelude", extra="opendp", feature="releasing with OpenDP")
     dp.enable_features("contrib")
@@ -465,7 +466,7 @@ def noise_from_measurement(measurement, d_in=1) -> Noise:
     >>> noise_from_measurement(counts >> dp.t.then_count() >> dp.m.then_laplace(2.0))
     DiscreteLaplace(scale=2.0)
     """
-    return _read_opendp(measurement, d_in)[0]
+    return read_opendp(measurement, d_in)[0]
 
 
 def clamp_from_measurement(measurement) -> dict:
@@ -489,7 +490,7 @@ def clamp_from_measurement(measurement) -> dict:
     """
     if not hasattr(measurement, "map") or not hasattr(measurement, "output_measure"):
         raise TypeError(f"`measurement` must be an OpenDP Measurement; got {measurement!r}")
-    return _opendp_censoring(measurement)
+    return opendp_censoring(measurement)
 
 
 def model_kwargs_from_measurement(measurement, d_in=1) -> dict:

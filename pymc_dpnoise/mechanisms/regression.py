@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_finite, check_positive
+from ..validation import check_finite, check_positive
 from .core import _rng, analytic_gaussian_sigma, clip_rows, randomized_response, release_guard
 
 __all__ = [

@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize
 
-from .._validation import check_finite, check_positive
 from ..math.sufficient import GLMS, stat_dim, t2_indices
+from ..validation import check_finite, check_positive
 from .core import _rng, analytic_gaussian_sigma, as_matrix, clip_rows, release_guard
 
 __all__ = [

@@ -48,9 +48,7 @@ release side (NumPy and SciPy, built on the release guard of ``pymc_dpnoise.mech
 ``reader`` is the reading side (NumPy, and PyMC when a model is built); ``math`` is the
 PyTensor likelihood the reader's model uses.
 
-The old import paths keep working and give the same objects: the mechanisms from
-:mod:`pymc_dpnoise.mechanisms` (and ``pymc_dpnoise.mechanisms.posterior``),
-``pymc_dpnoise.bayesnet``, ``pymc_dpnoise.release_reader`` and ``pymc_dpnoise.math.release``.
+The mechanisms are importable from :mod:`pymc_dpnoise.mechanisms` too, as the same objects.
 
 .. warning::
 

@@ -358,7 +358,7 @@ class BayesNet:
         parameter set (for example a posterior sample or a posterior mean).  Needs ``pgmpy``
         (>= 1.0), which the ``pgmpy`` extra installs: ``pip install "pymc-dpnoise[pgmpy]"``.
         """
-        from .._optional import require
+        from ..optional import require
 
         feature = "BayesNet.to_pgmpy"
         TabularCPD = require("pgmpy.factors.discrete", extra="pgmpy", feature=feature).TabularCPD

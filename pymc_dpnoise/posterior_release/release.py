@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive
 from ..mechanisms.core import release_guard
+from ..validation import check_positive
 from .network import BayesNet, as_bayesnet
 
 __all__ = ["Budget", "Release", "total_spent"]

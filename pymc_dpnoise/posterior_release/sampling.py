@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from .._validation import check_positive
 from ..mechanisms.core import clip_rows
+from ..validation import check_positive
 from ._truncated import truncated_beta, truncated_dirichlet
 from .network import BayesNet, as_bayesnet
 from .release import (

@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from pymc_dpnoise.math._linalg import cholesky_inverse, spd_inverse_logdet
+from pymc_dpnoise.math.linalg import cholesky_inverse, spd_inverse_logdet
 from pymc_dpnoise.math.sufficient import mvnormal_logp_chol
 from pymc_dpnoise.priors import scaled_lkj_cov
 

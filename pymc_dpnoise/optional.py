@@ -10,7 +10,7 @@ the command line need.  A few features need more, each declared as an extra in
   ``sampler="nutpie"``;
 * ``zarr``: ``pymc-dpnoise fit ... --save PATH.zarr``;
 * ``opendp``: :mod:`pymc_dpnoise.mechanisms.opendp_releases`;
-* ``pgmpy``: :meth:`pymc_dpnoise.bayesnet.BayesNet.to_pgmpy`;
+* ``pgmpy``: :meth:`pymc_dpnoise.posterior_release.BayesNet.to_pgmpy`;
 * ``dataframes`` (Polars, PyArrow, Dask): summaries of those frames (NumPy, pandas and DuckDB
   files need nothing more);
 * ``notebooks``: the experiments of :mod:`pymc_dpnoise.experiments` and their notebooks

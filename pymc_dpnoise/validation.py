@@ -121,6 +121,16 @@ def broadcasts_to(shape, target) -> bool:
         return False
 
 
+def check_rng(rng) -> np.random.Generator:
+    """``rng`` itself if it is a :class:`numpy.random.Generator`, else a ``TypeError`` naming it."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "`rng` must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)); "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
 def check_shapes(params: dict, shape=None, size=None) -> None:
     """Known parameter shapes must broadcast together, and into ``shape``/``size`` if given.
 

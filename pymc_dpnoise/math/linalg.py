@@ -26,9 +26,9 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.blockwise import Blockwise
 
-from .._jax_dispatch import when_jax_dispatch_loads
+from ._jax_dispatch import when_jax_dispatch_loads
 
-__all__ = ["cholesky_inverse", "spd_inverse_logdet"]
+__all__ = ["CholeskyInverse", "cholesky_inverse", "spd_inverse_logdet"]
 
 
 class CholeskyInverse(Op):
