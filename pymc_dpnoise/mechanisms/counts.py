@@ -182,6 +182,10 @@ def release_poisson_count(x, upper, epsilon, rng) -> CountRelease:
     return CountRelease(value, n, eps, up, up / eps, 0.0, up)
 
 
+#: largest number of categories of release_multinomial_counts (it allocates records x k)
+MAX_CATEGORIES = 10**6
+
+
 @_count_guard("labels", 2.0)
 def release_multinomial_counts(labels, k, epsilon, rng) -> CountRelease:
     """Release the category counts of labelled records, with noise on every category.
@@ -203,8 +207,10 @@ def release_multinomial_counts(labels, k, epsilon, rng) -> CountRelease:
         ``value`` of shape ``(*groups, k)``.
     """
     eps = _epsilon(epsilon)
-    if int(k) != k or k < 2:
-        raise ValueError(f"`k` must be an integer >= 2; got {k!r}")
+    if not (np.ndim(k) == 0 and np.isfinite(k)) or int(k) != k or k < 2:
+        raise ValueError(f"`k` must be a finite integer >= 2; got {k!r}")
+    if k > MAX_CATEGORIES:
+        raise ValueError(f"`k` must be at most {MAX_CATEGORIES} (one noisy count each); got {k!r}")
     k = int(k)
     labels = _records("labels", labels)
     bad = (labels < 0) | (labels >= k) | (labels != np.floor(labels))

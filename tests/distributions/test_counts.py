@@ -379,3 +379,14 @@ def test_single_region_posterior_matches_grid():
     np.testing.assert_allclose(np.quantile(draws, [0.05, 0.5, 0.95]), grid_q, atol=0.08)
     ks = stats.kstest(draws[::5], lambda x: np.interp(x, grid, cdf)).pvalue
     assert ks > 1e-3
+
+
+@pytest.mark.parametrize("k", [np.nan, np.inf, 1e200, 2.5, 1])
+def test_release_multinomial_counts_refuses_a_bad_k_by_name(k):
+    """A NaN, infinite, huge (records x k would not be allocatable), fractional or too small
+    number of categories is refused naming `k` (NaN gave "cannot convert float NaN to
+    integer", 1e200 NumPy's "Maximum allowed size exceeded")."""
+    from pymc_dpnoise.mechanisms.counts import release_multinomial_counts
+
+    with pytest.raises(ValueError, match="`k` must be"):
+        release_multinomial_counts(np.array([0, 1, 1]), k, 1.0, np.random.default_rng(0))
