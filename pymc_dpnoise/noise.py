@@ -874,19 +874,19 @@ def from_tumult(noise_mechanism, noise_parameter, *, integer=None) -> Noise:
     Tumult's session reports, for each output column, the noise it added; the mechanism's name
     says which noise it is (Tumult Analytics 0.21):
 
-    ======================  ==================  ===============================================
-    ``noise_mechanism``     outputs             spec (``noise_parameter`` is ...)
-    ======================  ==================  ===============================================
-    ``"GEOMETRIC"``         integer (counts,    :class:`DiscreteLaplace`, scale
-                            integer sums)       :math:`\alpha` = ``noise_parameter``
-    ``"DISCRETE_GAUSSIAN"`` integer             :class:`DiscreteGaussian`, :math:`\sigma^2` =
-                                                ``noise_parameter`` (the :math:`\sigma^2` of
-                                                :math:`e^{-k^2/2\sigma^2}`, not the variance)
-    ``"LAPLACE"``           float               :class:`Laplace`, scale :math:`b` =
-                                                ``noise_parameter``
-    ``"GAUSSIAN"``          float               :class:`Gaussian`, :math:`\sigma^2` =
-                                                ``noise_parameter``
-    ======================  ==================  ===============================================
+    ========================  ==================  ===============================================
+    ``noise_mechanism``       outputs             spec (``noise_parameter`` is ...)
+    ========================  ==================  ===============================================
+    ``"GEOMETRIC"``           integer (counts,    :class:`DiscreteLaplace`, scale
+                              integer sums)       :math:`\alpha` = ``noise_parameter``
+    ``"DISCRETE_GAUSSIAN"``   integer             :class:`DiscreteGaussian`, :math:`\sigma^2` =
+                                                  ``noise_parameter`` (the :math:`\sigma^2` of
+                                                  :math:`e^{-k^2/2\sigma^2}`, not the variance)
+    ``"LAPLACE"``             float               :class:`Laplace`, scale :math:`b` =
+                                                  ``noise_parameter``
+    ``"GAUSSIAN"``            float               :class:`Gaussian`, :math:`\sigma^2` =
+                                                  ``noise_parameter``
+    ========================  ==================  ===============================================
 
     No name is ambiguous, so ``integer`` is only a check: ``integer=True`` with ``"LAPLACE"`` /
     ``"GAUSSIAN"`` (Tumult never puts them on integers) or ``integer=False`` with
