@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.compile.sharedvalue import SharedVariable
 
 from .. import noise
 from ..validation import check_positive, check_shapes, constant_value
@@ -33,7 +34,9 @@ def _laplace(epsilon, sensitivity):
     check_positive("epsilon", epsilon)
     check_positive("sensitivity", sensitivity)
     eps, sens = constant_value(epsilon), constant_value(sensitivity)
-    if eps is not None and sens is not None:
+    # pm.Data (shared) stays symbolic: pm.set_data / nutpie's with_data must change the scale
+    shared = any(isinstance(x, SharedVariable) for x in (epsilon, sensitivity))
+    if eps is not None and sens is not None and not shared:
         scale = np.asarray(sens, dtype="float64") / np.asarray(eps, dtype="float64")
         try:
             return noise.Laplace(float(scale) if scale.ndim == 0 else scale)

@@ -390,3 +390,21 @@ def test_release_multinomial_counts_refuses_a_bad_k_by_name(k):
 
     with pytest.raises(ValueError, match="`k` must be"):
         release_multinomial_counts(np.array([0, 1, 1]), k, 1.0, np.random.default_rng(0))
+
+
+def test_epsilon_from_pm_data_follows_set_data():
+    """A budget held in ``pm.Data`` stays in the graph (it was folded into a constant Laplace
+    scale when the model was built, so ``pm.set_data`` and nutpie's ``with_data`` silently
+    kept the old budget): the logp after ``set_data`` equals a model built at the new budget."""
+
+    def logp(eps, data):
+        with pm.Model() as m:
+            e = pm.Data("epsilon", eps) if data else eps
+            p = pm.Beta("p", 1.0, 1.0)
+            pmd.LaplaceNoisyBinomial("y", 100, p, e, observed=40.0)
+        return m, m.compile_logp()
+
+    m, f = logp(1.0, True)
+    pm.set_data({"epsilon": 0.1}, model=m)
+    point = {"p_logodds__": 0.3}
+    np.testing.assert_allclose(f(point), logp(0.1, False)[1](point), rtol=1e-12)
