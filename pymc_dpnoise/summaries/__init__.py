@@ -29,16 +29,16 @@ counts (moments differ only by summation order):
 
 Engines (:func:`summarize` dispatches on the type of ``data``):
 
-* NumPy arrays (and anything :func:`numpy.asarray` takes), in chunks of ``2**20`` reports;
+* NumPy arrays (and anything :func:`numpy.asarray` takes), handed to DuckDB as a one-column
+  frame without a copy;
 * a path to a Parquet or CSV file, or a DuckDB relation: read as a DuckDB relation, which
   Narwhals drives like any lazy frame, so DuckDB runs the group-by streaming the file
   (nothing is loaded into Python memory);
 * any dataframe Narwhals knows (pandas, Polars eager or lazy, PyArrow, Dask, PySpark, ...),
   with the group-by executed by the backend itself (lazily where the backend is lazy).
 
-The bin assignment is written twice: once for NumPy (:meth:`ClippedBinning.numpy`) and once
-as Narwhals expressions (:meth:`ClippedBinning.narwhals_exprs`) that every other engine,
-DuckDB included, runs.
+The bin assignment is written once, as Narwhals expressions
+(:meth:`ClippedBinning.narwhals_exprs`) that every engine runs (NumPy arrays through DuckDB).
 
 The same engines build the summaries of the other models: :func:`summarize_histogram`
 (distinct OUE / SUE / unary-encoding bit patterns or k-RR ids and their counts, for the
