@@ -89,7 +89,9 @@ noise=MyNoise(2), observed=...)``.  Define
   defaults to the reflected CDF of a symmetric kind, else to :math:`\log(1 - P(N \le x))`;
 * ``numpy_draw(param, size, rng)`` (the mechanism: :meth:`Noise.sample` and
   :meth:`Noise.release`) and ``pytensor_draw(param, size, rng)`` returning ``(next_rng,
-  draws)`` (prior and posterior predictive draws on every backend);
+  draws)`` (prior and posterior predictive draws on every backend); a kind that is a
+  PyTensor location-scale random variable at location 0 sets ``rv`` instead (as
+  :class:`Laplace` and :class:`Gaussian` do), whose NumPy ``rng_fn`` and graph give both;
 * for an integer kind, ``support_radius(param)``: a static :math:`R` with the noise's mass
   outside :math:`[-R, R]` negligible; the count likelihoods are then exact sums over the
   noise's :math:`2R + 1` values (``count_logp`` / ``count_log_cdfs`` of :class:`Noise`).  A
@@ -157,17 +159,38 @@ from pytensor.tensor.random.basic import exponential, laplace, normal, uniform
 from .validation import check_finite, constant_value
 
 
-class _MathNoise:
-    """:mod:`pymc_dpnoise.math.noise`, imported on first use (``import pymc_dpnoise.noise``
+class _LazyMath:
+    """A module of :mod:`pymc_dpnoise.math`, imported on first use (``import pymc_dpnoise.noise``
     stays as cheap as the rest of the package's top level)."""
 
+    def __init__(self, module):
+        self.module = module
+
     def __getattr__(self, name):
-        from .math import noise
+        import importlib
 
-        return getattr(noise, name)
+        return getattr(importlib.import_module(f"pymc_dpnoise.math.{self.module}"), name)
 
 
-nm = _MathNoise()
+nm = _LazyMath("noise")
+ncm = _LazyMath("noisy_counts")
+
+
+def _math_methods(module, *functions):
+    """Class methods of a built-in kind, one per name in ``functions``: each is that function of
+    ``module`` (a :class:`_LazyMath`) called with the method's arguments.  This is how the kinds
+    below name the functions of :mod:`pymc_dpnoise.math` that carry their math."""
+
+    def method(function):
+        def call(cls, *args):
+            return getattr(module, function)(*args)
+
+        call.__name__ = function
+        call.__doc__ = f"``pymc_dpnoise.math.{module.module}.{function}``."
+        return classmethod(call)
+
+    return tuple(method(f) for f in functions)
+
 
 __all__ = [
     "DiscreteGaussian",
@@ -247,28 +270,6 @@ def _size(size, param):
     return size
 
 
-def _discrete_laplace_draws(scale, size, rng):
-    """Difference of two geometric variables on {0, 1, ...} with P(g) = (1 - a) a^g."""
-    p = -np.expm1(-1.0 / np.asarray(scale, dtype="float64"))  # 1 - a
-    p = np.broadcast_to(p, size)
-    return rng.geometric(p, size=size) - rng.geometric(p, size=size)  # both >= 1: same law
-
-
-def _discrete_gaussian_draws(sigma, size, rng):
-    """Canonne, Kamath & Steinke (2020), Algorithm 3, vectorised; loops until all accept."""
-    sigma = np.broadcast_to(np.asarray(sigma, dtype="float64"), size).ravel()
-    t = np.floor(sigma) + 1.0
-    out = np.empty(sigma.shape, dtype="int64")
-    pending = np.arange(sigma.size)
-    while pending.size:
-        s, tt = sigma[pending], t[pending]
-        y = _discrete_laplace_draws(tt, s.shape, rng)
-        accept = rng.random(s.shape) < np.exp(-((np.abs(y) - s**2 / tt) ** 2) / (2.0 * s**2))
-        out[pending[accept]] = y[accept]
-        pending = pending[~accept]
-    return out.reshape(size)
-
-
 class Noise:
     """Base class of the noise specs, and the protocol of a noise kind (module docstring).
 
@@ -288,6 +289,10 @@ class Noise:
     #: whether the noise is symmetric about 0 (then ``log_sf`` is ``log_cdf`` reflected,
     #: with full relative accuracy in the upper tail)
     symmetric: ClassVar[bool] = False
+    #: for a kind that is a location-scale PyTensor random variable at location 0 (the
+    #: continuous Laplace and Gaussian): that variable, whose ``rng_fn`` and graph are the
+    #: default :meth:`numpy_draw` and :meth:`pytensor_draw`
+    rv: ClassVar = None
 
     def __init__(self, value):
         object.__setattr__(self, "_value", self.check_param(value))
@@ -342,14 +347,26 @@ class Noise:
 
     @classmethod
     def numpy_draw(cls, param, size, rng):
-        """NumPy draws of the noise (the mechanism): int64 for the integer kinds."""
-        raise NotImplementedError(f"{cls.__name__} does not define `numpy_draw`")
+        """NumPy draws of the noise (the mechanism): int64 for the integer kinds.
+
+        The default draws ``rv(0, param)`` with the NumPy ``rng_fn`` of the kind's :attr:`rv`.
+        """
+        return cls._rv("numpy_draw").rng_fn(rng, 0.0, param, size)
 
     @classmethod
     def pytensor_draw(cls, param, size, rng):
         """``(next_rng, draws)``: symbolic draws of the noise (PyTensor random variables, every
-        backend), float64 (integer valued for the integer kinds)."""
-        raise NotImplementedError(f"{cls.__name__} does not define `pytensor_draw`")
+        backend), float64 (integer valued for the integer kinds).
+
+        The default draws ``rv(0, param)`` with the kind's :attr:`rv`.
+        """
+        return cls._rv("pytensor_draw")(0.0, param, size=size, rng=rng, return_next_rng=True)
+
+    @classmethod
+    def _rv(cls, method):
+        if cls.rv is None:
+            raise NotImplementedError(f"{cls.__name__} defines neither `{method}` nor `rv`")
+        return cls.rv
 
     @classmethod
     def log_density(cls, x, param):
@@ -384,22 +401,32 @@ class Noise:
         """Log pmf / pdf of ``count + noise`` at ``y`` (``count``: the binomial or Poisson of
         :mod:`pymc_dpnoise.math.noisy_counts`).  The default sums over the noise's values in
         ``[-R, R]`` (:meth:`support_radius`), which is exact for an integer kind."""
-        from .math import noisy_counts as ncm
-
         return ncm.summed_count_logp(cls, count, y, param)
 
     @classmethod
     def count_log_cdfs(cls, count, y, param):
         """``(log P(Y <= y), log P(Y > y))`` of ``Y = count + noise`` (the clamp atoms); the
         default sums over the noise's values as :meth:`count_logp`."""
-        from .math import noisy_counts as ncm
-
         return ncm.summed_count_log_cdfs(cls, count, y, param)
 
     @classmethod
     def param_variance(cls, param):
         """Variance of the noise at ``param`` (a float64 array)."""
         raise NotImplementedError(f"{cls.__name__} does not define `param_variance`")
+
+    # -- the privacy budget of a kind whose parameter is a function of one ----------------------
+
+    @classmethod
+    def _from_budget(cls, name, budget, sensitivity, param_of):
+        """The spec of parameter ``param_of(budget, sensitivity)``, both checked (``name``: the
+        budget's, for the errors)."""
+        budget, sensitivity = _check_budget(name, budget, sensitivity)
+        return cls(_scalar_or_array(param_of(budget, sensitivity)))
+
+    def _budget(self, name, sensitivity, budget_of):
+        """The budget ``budget_of(param, sensitivity)`` of this (numeric) spec."""
+        _, sensitivity = _check_budget(name, 1.0, sensitivity)
+        return _scalar_or_array(budget_of(np.asarray(self._numeric(name)), sensitivity))
 
     # -- the spec's own methods ---------------------------------------------------------------
 
@@ -475,21 +502,18 @@ class _LaplaceKind(Noise):
     def __init__(self, scale):
         super().__init__(scale)
 
-    @property
-    def scale(self):
-        """The scale :math:`b` (:math:`\\varepsilon = \\Delta / b`)."""
-        return self._value
+    scale = property(
+        Noise.param.fget, doc="The scale :math:`b` (:math:`\\varepsilon = \\Delta / b`)."
+    )
 
     @classmethod
     def from_epsilon(cls, epsilon, sensitivity=1.0):
         r"""The spec with scale :math:`\Delta/\varepsilon` (pure :math:`\varepsilon`-DP)."""
-        epsilon, sensitivity = _check_budget("epsilon", epsilon, sensitivity)
-        return cls(_scalar_or_array(sensitivity / epsilon))
+        return cls._from_budget("epsilon", epsilon, sensitivity, lambda eps, d: d / eps)
 
     def epsilon(self, sensitivity=1.0):
         r"""The pure-DP budget :math:`\varepsilon = \Delta/b` at this ``sensitivity``."""
-        _, sensitivity = _check_budget("epsilon", 1.0, sensitivity)
-        return _scalar_or_array(sensitivity / np.asarray(self._numeric("epsilon")))
+        return self._budget("epsilon", sensitivity, lambda b, d: d / b)
 
 
 class _GaussianKind(Noise):
@@ -502,21 +526,16 @@ class _GaussianKind(Noise):
     def __init__(self, sigma):
         super().__init__(sigma)
 
-    @property
-    def sigma(self):
-        """The standard deviation parameter :math:`\\sigma`."""
-        return self._value
+    sigma = property(Noise.param.fget, doc="The standard deviation parameter :math:`\\sigma`.")
 
     @classmethod
     def from_rho(cls, rho, sensitivity=1.0):
         r"""The spec with :math:`\sigma = \Delta/\sqrt{2\rho}` (:math:`\rho`-zCDP)."""
-        rho, sensitivity = _check_budget("rho", rho, sensitivity)
-        return cls(_scalar_or_array(sensitivity / np.sqrt(2.0 * rho)))
+        return cls._from_budget("rho", rho, sensitivity, lambda rho, d: d / np.sqrt(2.0 * rho))
 
     def rho(self, sensitivity=1.0):
         r"""The zCDP parameter :math:`\rho = \Delta^2/(2\sigma^2)` at this ``sensitivity``."""
-        _, sensitivity = _check_budget("rho", 1.0, sensitivity)
-        return _scalar_or_array(sensitivity**2 / (2.0 * np.asarray(self._numeric("rho")) ** 2))
+        return self._budget("rho", sensitivity, lambda s, d: d**2 / (2.0 * s**2))
 
     @classmethod
     def param_variance(cls, s):
@@ -524,14 +543,10 @@ class _GaussianKind(Noise):
 
     @classmethod
     def count_logp(cls, count, y, param):
-        from .math import noisy_counts as ncm
-
         return ncm.gaussian_count_logp(cls, count, y, param)
 
     @classmethod
     def count_log_cdfs(cls, count, y, param):
-        from .math import noisy_counts as ncm
-
         return ncm.gaussian_count_log_cdfs(cls, count, y, param)
 
 
@@ -546,46 +561,13 @@ class Laplace(_LaplaceKind):
 
     discrete = False
     kind = "laplace"
-
-    @classmethod
-    def numpy_draw(cls, scale, size, rng):
-        return rng.laplace(0.0, scale, size=size)
-
-    @classmethod
-    def pytensor_draw(cls, scale, size, rng):
-        return laplace(0.0, scale, size=size, rng=rng, return_next_rng=True)
-
-    @classmethod
-    def log_density(cls, x, scale):
-        return nm.laplace_logpdf(x, scale)
-
-    @classmethod
-    def log_cdf(cls, x, scale):
-        return nm.laplace_logcdf(x, scale)
-
-    @classmethod
-    def count_logp(cls, count, y, scale):
-        from .math import noisy_counts as ncm
-
-        return ncm.laplace_count_logp(count, y, scale)
-
-    @classmethod
-    def count_log_cdfs(cls, count, y, scale):
-        from .math import noisy_counts as ncm
-
-        return ncm.laplace_count_log_cdfs(count, y, scale)
+    rv = laplace
+    log_density, log_cdf = _math_methods(nm, "laplace_logpdf", "laplace_logcdf")
+    count_logp, count_log_cdfs = _math_methods(ncm, "laplace_count_logp", "laplace_count_log_cdfs")
 
     @classmethod
     def param_variance(cls, b):
         return 2.0 * b**2
-
-
-def _dl_pytensor_draw(scale, size, rng):
-    """Discrete Laplace: floor(E1) - floor(E2), E ~ Exponential(scale) (each floor is
-    geometric with P(g) = (1 - a) a^g, a = e^{-1/scale})."""
-    rng, e1 = exponential(scale, size=size, rng=rng, return_next_rng=True)
-    rng, e2 = exponential(scale, size=size, rng=rng, return_next_rng=True)
-    return rng, pt.floor(e1) - pt.floor(e2)
 
 
 class DiscreteLaplace(_LaplaceKind):
@@ -605,31 +587,23 @@ class DiscreteLaplace(_LaplaceKind):
 
     @classmethod
     def numpy_draw(cls, scale, size, rng):
-        return _discrete_laplace_draws(scale, size, rng)
+        """Difference of two geometric variables on {0, 1, ...} with P(g) = (1 - a) a^g."""
+        p = -np.expm1(-1.0 / np.asarray(scale, dtype="float64"))  # 1 - a
+        p = np.broadcast_to(p, size)
+        return rng.geometric(p, size=size) - rng.geometric(p, size=size)  # both >= 1: same law
 
     @classmethod
     def pytensor_draw(cls, scale, size, rng):
-        return _dl_pytensor_draw(scale, size, rng)
+        """floor(E1) - floor(E2), E ~ Exponential(scale) (each floor is geometric with
+        P(g) = (1 - a) a^g, a = e^{-1/scale})."""
+        rng, e1 = exponential(scale, size=size, rng=rng, return_next_rng=True)
+        rng, e2 = exponential(scale, size=size, rng=rng, return_next_rng=True)
+        return rng, pt.floor(e1) - pt.floor(e2)
 
-    @classmethod
-    def log_density(cls, x, scale):
-        return nm.discrete_laplace_logpmf(x, scale)
-
-    @classmethod
-    def log_cdf(cls, x, scale):
-        return nm.discrete_laplace_logcdf(x, scale)
-
-    @classmethod
-    def count_logp(cls, count, y, scale):
-        from .math import noisy_counts as ncm
-
-        return ncm.discrete_laplace_count_logp(count, y, scale)
-
-    @classmethod
-    def count_log_cdfs(cls, count, y, scale):
-        from .math import noisy_counts as ncm
-
-        return ncm.discrete_laplace_count_log_cdfs(count, y, scale)
+    log_density, log_cdf = _math_methods(nm, "discrete_laplace_logpmf", "discrete_laplace_logcdf")
+    count_logp, count_log_cdfs = _math_methods(
+        ncm, "discrete_laplace_count_logp", "discrete_laplace_count_log_cdfs"
+    )
 
     @classmethod
     def param_variance(cls, b):
@@ -650,35 +624,21 @@ class RoundedLaplace(_LaplaceKind):
 
     discrete = True
     kind = "rounded_laplace"
+    rv = laplace  # drawn as the continuous Laplace, then rounded
 
     @classmethod
     def numpy_draw(cls, scale, size, rng):
-        return np.rint(rng.laplace(0.0, scale, size=size)).astype("int64")
+        return np.rint(super().numpy_draw(scale, size, rng)).astype("int64")
 
     @classmethod
     def pytensor_draw(cls, scale, size, rng):
-        rng, x = laplace(0.0, scale, size=size, rng=rng, return_next_rng=True)
+        rng, x = super().pytensor_draw(scale, size, rng)
         return rng, pt.round(x)
 
-    @classmethod
-    def log_density(cls, x, scale):
-        return nm.rounded_laplace_logpmf(x, scale)
-
-    @classmethod
-    def log_cdf(cls, x, scale):
-        return nm.rounded_laplace_logcdf(x, scale)
-
-    @classmethod
-    def count_logp(cls, count, y, scale):
-        from .math import noisy_counts as ncm
-
-        return ncm.rounded_laplace_count_logp(count, y, scale)
-
-    @classmethod
-    def count_log_cdfs(cls, count, y, scale):
-        from .math import noisy_counts as ncm
-
-        return ncm.rounded_laplace_count_log_cdfs(count, y, scale)
+    log_density, log_cdf = _math_methods(nm, "rounded_laplace_logpmf", "rounded_laplace_logcdf")
+    count_logp, count_log_cdfs = _math_methods(
+        ncm, "rounded_laplace_count_logp", "rounded_laplace_count_log_cdfs"
+    )
 
     @classmethod
     def param_variance(cls, b):
@@ -699,22 +659,8 @@ class Gaussian(_GaussianKind):
 
     discrete = False
     kind = "gaussian"
-
-    @classmethod
-    def numpy_draw(cls, sigma, size, rng):
-        return rng.normal(0.0, sigma, size=size)
-
-    @classmethod
-    def pytensor_draw(cls, sigma, size, rng):
-        return normal(0.0, sigma, size=size, rng=rng, return_next_rng=True)
-
-    @classmethod
-    def log_density(cls, x, sigma):
-        return nm.gaussian_logpdf(x, sigma)
-
-    @classmethod
-    def log_cdf(cls, x, sigma):
-        return nm.gaussian_logcdf(x, sigma)
+    rv = normal
+    log_density, log_cdf = _math_methods(nm, "gaussian_logpdf", "gaussian_logcdf")
 
     # the pieces of the window sums (math.noisy_counts)
     @classmethod
@@ -771,7 +717,18 @@ class DiscreteGaussian(_GaussianKind):
 
     @classmethod
     def numpy_draw(cls, sigma, size, rng):
-        return _discrete_gaussian_draws(sigma, size, rng)
+        """Canonne, Kamath & Steinke (2020), Algorithm 3, vectorised; loops until all accept."""
+        sigma = np.broadcast_to(np.asarray(sigma, dtype="float64"), size).ravel()
+        t = np.floor(sigma) + 1.0
+        out = np.empty(sigma.shape, dtype="int64")
+        pending = np.arange(sigma.size)
+        while pending.size:
+            s, tt = sigma[pending], t[pending]
+            y = DiscreteLaplace.numpy_draw(tt, s.shape, rng)
+            accept = rng.random(s.shape) < np.exp(-((np.abs(y) - s**2 / tt) ** 2) / (2.0 * s**2))
+            out[pending[accept]] = y[accept]
+            pending = pending[~accept]
+        return out.reshape(size)
 
     @classmethod
     def pytensor_draw(cls, sigma, size, rng):
@@ -779,24 +736,16 @@ class DiscreteGaussian(_GaussianKind):
         sigma = pt.broadcast_to(sigma, size)
         t = pt.floor(sigma) + 1.0
         k_size = pt.concatenate([pt.as_tensor(size, dtype="int64"), [DG_PROPOSALS]])
-        rng, y = _dl_pytensor_draw(t[..., None], k_size, rng)
+        rng, y = DiscreteLaplace.pytensor_draw(t[..., None], k_size, rng)
         rng, u = uniform(0.0, 1.0, size=k_size, rng=rng, return_next_rng=True)
         s = sigma[..., None]
         accept = u < pt.exp(-((pt.abs(y) - s**2 / t[..., None]) ** 2) / (2.0 * s**2))
         first = pt.argmax(accept, axis=-1, keepdims=True)
         return rng, pt.take_along_axis(y, first, axis=-1)[..., 0]
 
-    @classmethod
-    def log_density(cls, x, sigma):
-        return nm.discrete_gaussian_logpmf(x, sigma)
+    log_density, log_cdf = _math_methods(nm, "discrete_gaussian_logpmf", "discrete_gaussian_logcdf")
 
-    @classmethod
-    def log_cdf(cls, x, sigma):
-        return nm.discrete_gaussian_logcdf(x, sigma)
-
-    @classmethod
-    def log_norm(cls, sigma):
-        return nm.log_z_discrete_gaussian(sigma)
+    (log_norm,) = _math_methods(nm, "log_z_discrete_gaussian")
 
     @classmethod
     def log_cdf_real(cls, d, sigma, sigma_max):

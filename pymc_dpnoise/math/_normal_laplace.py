@@ -49,11 +49,12 @@ import numpy as np
 from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.op import Op
 
-from . import _clipped_normal_kernel
+from . import _clipped_normal_kernel, _special
 from . import _op_support as ops
 from ._clipped_normal_kernel import _erfcx_parts
 from ._jit import helper as _helper
 from ._jit import njit as _njit
+from ._special import _length, _stride
 
 _TINY_SD = 1e-150
 _LOG2 = math.log(2.0)
@@ -115,16 +116,9 @@ def _near(x, s, b, sign):
 @_njit
 def _normal_laplace_kernel(y, mean, var, scale):
     """Per element: log p and its derivatives in (y, mean, var, scale)."""
-    n = max(y.shape[0], mean.shape[0], var.shape[0], scale.shape[0])
-    i_y = 1 if y.shape[0] > 1 else 0
-    i_m = 1 if mean.shape[0] > 1 else 0
-    i_v = 1 if var.shape[0] > 1 else 0
-    i_b = 1 if scale.shape[0] > 1 else 0
-    lp = np.empty(n)
-    d_y = np.empty(n)
-    d_m = np.empty(n)
-    d_v = np.empty(n)
-    d_b = np.empty(n)
+    n = _length(y.shape[0], mean.shape[0], var.shape[0], scale.shape[0])
+    i_y, i_m, i_v, i_b = _stride(y), _stride(mean), _stride(var), _stride(scale)
+    lp, d_y, d_m, d_v, d_b = np.empty((5, n))
     for i in range(n):
         b = scale[i * i_b]
         vi = var[i * i_v]
@@ -252,7 +246,7 @@ def _jax_kernel(op, node):
 
 _NUMBA_REGISTERED = ops.register_numba_kernel(
     NormalLaplaceOp,
-    [__file__, _clipped_normal_kernel.__file__],
+    [__file__, _clipped_normal_kernel.__file__, _special.__file__],
     lambda op, node: _normal_laplace_kernel if op.grad else _value,
 )
 ops.register_jax_kernel(NormalLaplaceOp, _jax_kernel)

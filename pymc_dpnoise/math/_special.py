@@ -289,22 +289,29 @@ def _log_poisson_cdf_ratio(k, lmu, upper):
 
 @_helper
 def _length(*sizes):
-    """The broadcast length of vectors of length 1 or n (0 if any is empty)."""
+    """The broadcast length of vectors of length 1 or n (0 if any is empty): the length of a
+    kernel's outputs, whose inputs it reads as ``x[i * _stride(x)]``."""
     m = 1
     for s in sizes:
         if s == 0:
             return 0
         if s != 1:
             if m != 1 and m != s:
-                raise ValueError("_CountsOp: inputs of lengths that do not broadcast")
+                raise ValueError("kernel inputs of lengths that do not broadcast")
             m = s
     return m
+
+
+@_helper
+def _stride(x):
+    """1 for a vector of the outputs' length, 0 for one of length 1 (repeated)."""
+    return 1 if x.shape[0] > 1 else 0
 
 
 @_njit
 def _vec_binom_pmf(k, n, lq):
     m = _length(k.shape[0], n.shape[0], lq.shape[0])
-    a, b, c = k.shape[0] > 1, n.shape[0] > 1, lq.shape[0] > 1
+    a, b, c = _stride(k), _stride(n), _stride(lq)
     out = np.empty(m)
     for i in range(m):
         out[i] = _log_binom_pmf(k[i * a], n[i * b], lq[i * c])
@@ -314,7 +321,7 @@ def _vec_binom_pmf(k, n, lq):
 @_njit
 def _vec_binom_ratio(k, n, lq):
     m = _length(k.shape[0], n.shape[0], lq.shape[0])
-    a, b, c = k.shape[0] > 1, n.shape[0] > 1, lq.shape[0] > 1
+    a, b, c = _stride(k), _stride(n), _stride(lq)
     out = np.empty(m)
     for i in range(m):
         out[i] = _log_binom_cdf_ratio(k[i * a], n[i * b], lq[i * c])
@@ -324,7 +331,7 @@ def _vec_binom_ratio(k, n, lq):
 @_njit
 def _vec_poisson_pmf(k, lmu):
     m = _length(k.shape[0], lmu.shape[0])
-    a, c = k.shape[0] > 1, lmu.shape[0] > 1
+    a, c = _stride(k), _stride(lmu)
     out = np.empty(m)
     for i in range(m):
         out[i] = _log_poisson_pmf(k[i * a], lmu[i * c])
@@ -334,7 +341,7 @@ def _vec_poisson_pmf(k, lmu):
 @_njit
 def _vec_poisson_ratio_lower(k, lmu):
     m = _length(k.shape[0], lmu.shape[0])
-    a, c = k.shape[0] > 1, lmu.shape[0] > 1
+    a, c = _stride(k), _stride(lmu)
     out = np.empty(m)
     for i in range(m):
         out[i] = _log_poisson_cdf_ratio(k[i * a], lmu[i * c], False)
@@ -344,7 +351,7 @@ def _vec_poisson_ratio_lower(k, lmu):
 @_njit
 def _vec_poisson_ratio_upper(k, lmu):
     m = _length(k.shape[0], lmu.shape[0])
-    a, c = k.shape[0] > 1, lmu.shape[0] > 1
+    a, c = _stride(k), _stride(lmu)
     out = np.empty(m)
     for i in range(m):
         out[i] = _log_poisson_cdf_ratio(k[i * a], lmu[i * c], True)

@@ -34,22 +34,15 @@ from pytensor.graph.op import Op
 from . import _op_support as ops
 from . import _special
 from ._jit import njit as _njit
-from ._special import _log_poisson_pmf
+from ._special import _length, _log_poisson_pmf, _stride
 
 
 @_njit
 def _moments_kernel(mu, lower, upper, terms):
     """Per element: log q, mean, var and their derivatives in mu (inputs of length m or 1)."""
-    m = max(mu.shape[0], lower.shape[0], upper.shape[0])
-    i_m = 1 if mu.shape[0] > 1 else 0
-    i_a = 1 if lower.shape[0] > 1 else 0
-    i_b = 1 if upper.shape[0] > 1 else 0
-    lq = np.empty(m)
-    mean_ = np.empty(m)
-    var_ = np.empty(m)
-    d_lq = np.empty(m)
-    d_mean = np.empty(m)
-    d_var = np.empty(m)
+    m = _length(mu.shape[0], lower.shape[0], upper.shape[0])
+    i_m, i_a, i_b = _stride(mu), _stride(lower), _stride(upper)
+    lq, mean_, var_, d_lq, d_mean, d_var = np.empty((6, m))
     buf = np.empty(terms)
     for i in range(m):
         mu_i = mu[i * i_m]

@@ -84,15 +84,24 @@ def _truncated_sum_scale(a):
     return max(abs(lo), abs(hi), hi - lo) / eps
 
 
-@release_guard(
-    records=None,
-    privacy={"lower": "finite", "upper": "finite", "epsilon": "epsilon"},
-    scalar=("lower", "upper", "epsilon"),
-    output=_value,
-    noise_scale=_truncated_sum_scale,
-    magnitude=lambda a: (
-        _n_records("x")(a) * max(abs(as_float(a["lower"])), abs(as_float(a["upper"])))
-    ),
+def _truncated_release_guard(noise_scale, magnitude):
+    """The :func:`~pymc_dpnoise.mechanisms.core.release_guard` of a release of sums over the
+    records inside declared bounds ``[lower, upper]`` at one budget ``epsilon``: its Laplace
+    scale and the largest magnitude of its sums are ``noise_scale(args)`` and
+    ``magnitude(args)``."""
+    return release_guard(
+        records=None,
+        privacy={"lower": "finite", "upper": "finite", "epsilon": "epsilon"},
+        scalar=("lower", "upper", "epsilon"),
+        output=_value,
+        noise_scale=noise_scale,
+        magnitude=magnitude,
+    )
+
+
+@_truncated_release_guard(
+    _truncated_sum_scale,
+    lambda a: _n_records("x")(a) * max(abs(as_float(a["lower"])), abs(as_float(a["upper"]))),
 )
 def release_truncated_sum(x, lower, upper, epsilon, rng, *, family="exponential"):
     """Release the noisy sum of the records inside declared bounds (truncated family).

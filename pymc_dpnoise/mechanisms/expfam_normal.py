@@ -19,9 +19,9 @@ import sys
 import numpy as np
 
 from ..validation import check_finite
-from .core import as_float, release_guard
-from .counts import _epsilon, _n_records, _value
-from .expfam import _bound, _TruncatedRelease
+from .core import as_float
+from .counts import _epsilon, _n_records
+from .expfam import _bound, _truncated_release_guard, _TruncatedRelease
 
 __all__ = [
     "TruncatedNormalSumRelease",
@@ -121,14 +121,7 @@ def _normal_sum_magnitude(a):
     return _n_records("x")(a) * max(m, m * m)
 
 
-@release_guard(
-    records=None,
-    privacy={"lower": "finite", "upper": "finite", "epsilon": "epsilon"},
-    scalar=("lower", "upper", "epsilon"),
-    output=_value,
-    noise_scale=_normal_sum_scale,
-    magnitude=_normal_sum_magnitude,
-)
+@_truncated_release_guard(_normal_sum_scale, _normal_sum_magnitude)
 def release_truncated_normal_sum(x, lower, upper, epsilon, rng, *, sensitivity=None):
     """Release the noisy sums of ``x`` and ``x**2`` over the records inside declared bounds.
 

@@ -572,12 +572,18 @@ def _release_counts(counts, T, sensitivity, make, param, budget, budget_name):
     return reports, stated, kwargs, desc
 
 
-@release_guard(
-    records=None,
-    privacy={"epsilon": "epsilon", "sensitivity": "positive"},
-    scalar=("epsilon", "sensitivity"),
-    output=_reports,
-)
+def _counts_guard(budget, check):
+    """The release guard of a central release of counts at one privacy ``budget`` (its name,
+    checked as ``check``) and a ``sensitivity``."""
+    return release_guard(
+        records=None,
+        privacy={budget: check, "sensitivity": "positive"},
+        scalar=(budget, "sensitivity"),
+        output=_reports,
+    )
+
+
+@_counts_guard("epsilon", "epsilon")
 def release_discrete_laplace_counts(counts, epsilon, sensitivity=1.0, T="i64") -> OpenDPRelease:
     r"""Release integer counts with OpenDP's ``make_laplace`` (discrete Laplace noise, ε-DP).
 
@@ -621,12 +627,7 @@ def release_discrete_laplace_counts(counts, epsilon, sensitivity=1.0, T="i64") -
     return OpenDPRelease(reports, stated, kwargs, desc)
 
 
-@release_guard(
-    records=None,
-    privacy={"rho": "positive", "sensitivity": "positive"},
-    scalar=("rho", "sensitivity"),
-    output=_reports,
-)
+@_counts_guard("rho", "positive")
 def release_discrete_gaussian_counts(counts, rho, sensitivity=1.0, T="i64") -> OpenDPRelease:
     r"""Release integer counts with OpenDP's ``make_gaussian`` (discrete Gaussian noise, ρ-zCDP).
 

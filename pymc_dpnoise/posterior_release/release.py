@@ -106,15 +106,6 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ checks
-def _rng(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            "`rng` must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)); "
-            f"got {type(rng).__name__}"
-        )
-    return rng
-
-
 def _scalar_positive(name: str, value) -> float:
     if value is None or isinstance(value, str | bytes | bool | np.bool_):
         raise TypeError(f"`{name}` must be a number; got {value!r}")

@@ -13,13 +13,8 @@ Zhang, Rubinstein & Dimitrakakis (AAAI 2016):
   mechanism over a finite candidate set (Corollary 4).
 
 Each returns a :class:`~pymc_dpnoise.posterior_release.Release`
-(:mod:`~pymc_dpnoise.posterior_release.release`).
-
-.. warning::
-
-   Simulation grade, like the rest of :mod:`pymc_dpnoise.mechanisms`: NumPy floating-point noise
-   is not hardened against floating-point attacks, and rejection loops take a data-dependent
-   time.
+(:mod:`~pymc_dpnoise.posterior_release.release`).  Simulation grade, as the warning of
+:mod:`~pymc_dpnoise.posterior_release.release` says.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..mechanisms.core import clip_rows
-from ..validation import check_positive
+from ..validation import check_positive, check_rng
 from ._truncated import truncated_beta, truncated_dirichlet
 from .network import BayesNet, as_bayesnet
 from .release import (
@@ -43,7 +38,6 @@ from .release import (
     _count,
     _data_and_net,
     _readonly,
-    _rng,
     _scalar_positive,
 )
 
@@ -212,7 +206,7 @@ def posterior_sample(
     >>> [round(w, 4) for w in rel.metadata["trim"]], rel.values[1].shape
     ([0.3775, 0.3775], (2, 2))
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     eps = _scalar_positive("epsilon", epsilon)
     size = _count("size", size)
     net, x = _data_and_net(data, parents, cardinality)
@@ -415,7 +409,7 @@ def posterior_sample_linreg(
     >>> rel.values.shape, round(rel.metadata["radius"], 3)
     ((2,), 0.25)
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     eps = _scalar_positive("epsilon", epsilon)
     size = _count("size", size)
     if not isinstance(model, LinRegModel):
@@ -549,7 +543,7 @@ def exponential_map(data, parents, epsilon, rng, *, candidates, prior=1.0, cardi
     >>> rel.metadata["n_candidates"], rel.spent.epsilon
     (20, 1.0)
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     eps = _scalar_positive("epsilon", epsilon)
     net, x = _data_and_net(data, parents, cardinality)
     cands = _candidate_tables(net, candidates)

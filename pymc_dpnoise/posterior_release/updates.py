@@ -12,13 +12,8 @@ Zhang, Rubinstein & Dimitrakakis (AAAI 2016):
 
 Both return a :class:`~pymc_dpnoise.posterior_release.Release`
 (:mod:`~pymc_dpnoise.posterior_release.release`); an Algorithm 1 release of naive Bayes is
-read noise-aware by :mod:`pymc_dpnoise.posterior_release.reader`.
-
-.. warning::
-
-   Simulation grade, like the rest of :mod:`pymc_dpnoise.mechanisms`: NumPy floating-point noise
-   is not hardened against floating-point attacks, and rejection loops take a data-dependent
-   time.
+read noise-aware by :mod:`pymc_dpnoise.posterior_release.reader`.  Simulation grade, as the warning of
+:mod:`~pymc_dpnoise.posterior_release.release` says.
 """
 
 from __future__ import annotations
@@ -28,6 +23,7 @@ import math
 import numpy as np
 
 from ..mechanisms.core import as_float, check_noise_scale
+from ..validation import check_rng
 from .network import BayesNet, as_bayesnet
 from .release import (
     Release,
@@ -36,7 +32,6 @@ from .release import (
     _count,
     _data_and_net,
     _readonly,
-    _rng,
     _scalar_positive,
 )
 
@@ -116,7 +111,7 @@ def laplace_posterior_updates(data, parents, epsilon, rng, *, cardinality=None) 
     >>> rel.values[1].shape, rel.metadata["scale"], rel.spent.epsilon
     ((2, 2), 6.0, 1.0)
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     eps = _scalar_positive("epsilon", epsilon)
     net, x = _data_and_net(data, parents, cardinality)
     n = x.shape[0]
@@ -307,7 +302,7 @@ def fourier_posterior_updates(
     >>> bool(np.allclose(rel.values[1].sum(axis=1), rel.values[2].sum(axis=1)))  # consistent
     True
     """
-    rng = _rng(rng)
+    rng = check_rng(rng)
     eps = _scalar_positive("epsilon", epsilon)
     t = _scalar_positive("t", t)
     if shift not in ("paper", "union"):
