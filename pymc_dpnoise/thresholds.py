@@ -18,7 +18,9 @@ released ones were selected for large noise).  Where a system documents its part
 selection, the probability that a key with a given count is kept is the likelihood of
 "kept": :func:`google_laplace_keep_probability` for Google's DP library / PipelineDP's Laplace
 thresholding, :func:`tumult_keep_probability` for Tumult's partition selection
-(``get_groups``, Tumult Core's ``GeometricPartitionSelection``).
+(``get_groups``, Tumult Core's ``GeometricPartitionSelection``).  When only *which* keys were
+kept is published and each key's count has a law in the model, :func:`kept_keys` is that
+likelihood.
 
 Examples
 --------
@@ -43,6 +45,7 @@ import pymc as pm
 __all__ = [
     "google_laplace_keep_probability",
     "google_laplace_threshold",
+    "kept_keys",
     "known_keys",
     "tumult_keep_probability",
     "tumult_partition_selection",
@@ -143,6 +146,48 @@ def unknown_keys(name, dist, threshold, observed, **kwargs):
             f"`observed` must hold only released values, all above `threshold`={tau:g}"
         )
     return pm.Truncated(name, dist, lower=tau, upper=None, observed=obs, **kwargs)
+
+
+def kept_keys(name, dist, threshold, kept):
+    r"""Partition selection with known candidate keys: the likelihood of which keys were kept.
+
+    A key is kept when its count plus the selection's noise is above :math:`\tau`, so with
+    the count's law in the model (``dist``: ``NoisyBinomial`` / ``NoisyPoisson`` with the
+    selection's noise) a kept key contributes :math:`\log P(Y > \tau)` and a dropped one
+    :math:`\log P(Y \le \tau)` (``pm.logccdf`` / ``pm.logcdf``, both exact): for each key,
+    :math:`\sum_n P(n)\,P(\text{keep} \mid n)`.  For Google's DP library / PipelineDP:
+    ``noise.Laplace(l0 / epsilon)`` and ``threshold=google_laplace_threshold(...)``; for
+    Tumult: ``spec, tau = tumult_partition_selection(...)`` and ``threshold=tau - 1`` (Tumult
+    keeps counts :math:`\ge \tau`).
+
+    Parameters
+    ----------
+    name : str
+    dist : TensorVariable
+        The law of one key's noisy count under the selection's noise (its shape that of
+        ``kept``).
+    threshold : float
+        :math:`\tau`: a key is kept when its noisy count is above it.
+    kept : array_like of bool
+        For each candidate key, whether it was kept.
+
+    Returns
+    -------
+    TensorVariable
+        ``pm.Potential(name, ...)``: its sum over the keys.  A potential, so prior and
+        posterior predictive draws do not include it.
+    """
+    import pytensor.tensor as pt
+
+    tau = _check_threshold(threshold, _noise_discrete(dist))
+    k = np.asarray(kept)
+    if k.dtype != bool:
+        if not np.issubdtype(k.dtype, np.number) or np.any((k != 0) & (k != 1)):
+            raise ValueError(f"`kept` must be booleans (or 0 / 1); got {kept!r}")
+        k = k.astype(bool)
+    value = pt.as_tensor_variable(np.full(k.shape, tau))
+    logp = pt.switch(k, pm.logccdf(dist, value), pm.logcdf(dist, value))
+    return pm.Potential(name, logp.sum())
 
 
 def _adjusted_delta(delta, l0):

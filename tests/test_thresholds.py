@@ -213,3 +213,31 @@ def test_tumult_partition_selection_matches_tumult_docs():
         thresholds.tumult_keep_probability(1.5, 1.0, 1e-5)
     with pytest.raises(ValueError, match="`delta`"):
         thresholds.tumult_partition_selection(1.0, 0.9)
+
+
+def test_kept_keys_is_the_keep_probability_summed_over_the_count():
+    """kept_keys with Tumult's and Google's selections: each key's term is
+    log sum_n P(n) P(keep | n), brute force with the keep probabilities above and the scipy
+    count pmf (1e-10: sums of a few hundred positive terms)."""
+    kept = np.array([True, False, True, True, False])
+    spec, tau = thresholds.tumult_partition_selection(1.0, 1e-5)
+    n_pois = np.arange(200)
+    w = stats.poisson.pmf(n_pois, 9.0)
+    p_keep = np.sum(w * thresholds.tumult_keep_probability(n_pois, 1.0, 1e-5))
+    t_g = thresholds.google_laplace_threshold(1.0, 1e-5, 2)
+    n_bin = np.arange(N + 1)
+    w_b = stats.binom.pmf(n_bin, N, 0.6)
+    p_keep_g = np.sum(w_b * thresholds.google_laplace_keep_probability(n_bin, 1.0, 1e-5, 2))
+    with pm.Model() as m:
+        thresholds.kept_keys(
+            "tumult", pmd.NoisyPoisson.dist(9.0, noise=spec, shape=5), tau - 1, kept
+        )
+        dist_g = pmd.NoisyBinomial.dist(n=N, p=0.6, noise=noise.Laplace(2.0), shape=5)
+        thresholds.kept_keys("google", dist_g, t_g, kept.astype(int))
+    got = m.compile_fn(m.potentials, inputs=[])({})
+    for value, p in zip(got, (p_keep, p_keep_g), strict=True):
+        want = kept.sum() * np.log(p) + (~kept).sum() * np.log1p(-p)
+        np.testing.assert_allclose(value, want, rtol=1e-10)
+    with pytest.raises(ValueError, match="`kept`"):
+        with pm.Model():
+            thresholds.kept_keys("k", pmd.NoisyPoisson.dist(9.0, noise=spec), 12, [2])
