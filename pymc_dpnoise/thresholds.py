@@ -282,8 +282,8 @@ def tumult_partition_selection(epsilon, delta, d_in=1):
     first brought to :math:`d = 1`: :math:`\varepsilon' = \varepsilon/d`,
     :math:`\delta' = \delta/(d\,e^{\varepsilon})`; then :math:`\alpha = 1/\varepsilon'` and
     :math:`\tau = F_\alpha^{-1}(1 - \delta') + 2`, where :math:`F_\alpha^{-1}(q)` is the
-    smallest integer :math:`k` with :math:`F_\alpha(k) \ge q` (``double_sided_geometric_
-    inverse_cmf_exact``, for :math:`q \ge 1/2`:
+    smallest integer :math:`k` with :math:`F_\alpha(k) \ge q`
+    (``double_sided_geometric_inverse_cmf_exact``, for :math:`q \ge 1/2`:
     :math:`\lceil -\alpha \log((e^{1/\alpha} + 1)(1 - q)) \rceil`).  Tumult evaluates it in
     exact arithmetic; here it is computed in floating point and the ceiling is checked against
     the CDF, so the two agree unless :math:`-\alpha\log(\cdot)` lies within rounding of an
