@@ -166,3 +166,78 @@ def test_google_laplace_keep_probability(eps, delta, l0):
         thresholds.google_laplace_threshold(1.0, 0.0)
     with pytest.raises(ValueError, match="`max_partitions_contributed`"):
         thresholds.google_laplace_keep_probability(1, 1.0, 1e-5, 0)
+
+
+@pytest.mark.parametrize("eps, delta, d_in", [(1.0, 1e-5, 1), (0.5, 1e-8, 2), (2.0, 0.3, 1)])
+def test_tumult_keep_probability(eps, delta, d_in):
+    """Tumult's partition selection keeps a group when count + geometric noise >= tau: the
+    closed form equals the pmf summed (tests/noise_pmfs.py, 1e-12: a sum of ~1e3 terms),
+    Monte Carlo draws of the mechanism agree (200k draws, 5 standard errors), a group of one
+    row is kept with probability at most the per-unit delta and tau is the smallest threshold
+    that does so (Tumult's inverse CDF is the *smallest* k with F(k) >= 1 - delta')."""
+    spec, tau = thresholds.tumult_partition_selection(eps, delta, d_in)
+    alpha = d_in / eps
+    assert spec == noise.DiscreteLaplace(alpha)
+    per_unit = delta / (d_in * np.exp(eps)) if d_in > 1 else delta
+    j = window(alpha)
+    pmf = PMFS["laplace"](j, alpha)
+
+    def keep(n):  # P(n + G >= tau), summed
+        return pmf[n + j >= tau].sum()
+
+    counts = np.array([0, 1, 2, tau - 1, tau, tau + 4, tau + 40])
+    got = thresholds.tumult_keep_probability(counts, eps, delta, d_in)
+    np.testing.assert_allclose(got, [keep(n) for n in counts], rtol=1e-12)
+    assert got[1] <= per_unit < keep(2)  # tau - 1 would break the guarantee
+    rng = np.random.default_rng(5)
+    for n, p in zip(counts, got, strict=True):
+        kept = n + spec.sample(200_000, rng) >= tau
+        assert abs(kept.mean() - p) <= 5 * np.sqrt(max(p * (1 - p), 1e-12) / kept.size) + 1e-12
+
+
+def test_tumult_partition_selection_matches_tumult_docs():
+    """Tumult Core's GeometricPartitionSelection docstring: threshold 50, alpha 1 gives
+    delta = 3.8328565409781243e-22 at d_in = 1 and 5.664238400088129e-21 at d_in = 2 (its
+    privacy_function, computed there in exact arithmetic; 1e-12 here: a few libm calls).  Our
+    selection at a budget between the deltas of thresholds 49 and 50 picks 50, and a group of
+    one row is kept with that delta."""
+    d1, d2 = 3.8328565409781243e-22, 5.664238400088129e-21
+    spec, tau = thresholds.tumult_partition_selection(1.0, d1)
+    assert (spec, tau) == (noise.DiscreteLaplace(1.0), 50)
+    assert thresholds.tumult_keep_probability(1, 1.0, d1) == pytest.approx(d1, rel=1e-12)
+    assert thresholds.tumult_partition_selection(2.0, d2, d_in=2) == (spec, 50)
+    assert thresholds.tumult_partition_selection(1.0, d1 * 0.999)[1] == 51
+    with pytest.raises(ValueError, match="`d_in`"):
+        thresholds.tumult_partition_selection(1.0, 1e-5, d_in=0)
+    with pytest.raises(ValueError, match="`count`"):
+        thresholds.tumult_keep_probability(1.5, 1.0, 1e-5)
+    with pytest.raises(ValueError, match="`delta`"):
+        thresholds.tumult_partition_selection(1.0, 0.9)
+
+
+def test_kept_keys_is_the_keep_probability_summed_over_the_count():
+    """kept_keys with Tumult's and Google's selections: each key's term is
+    log sum_n P(n) P(keep | n), brute force with the keep probabilities above and the scipy
+    count pmf (1e-10: sums of a few hundred positive terms)."""
+    kept = np.array([True, False, True, True, False])
+    spec, tau = thresholds.tumult_partition_selection(1.0, 1e-5)
+    n_pois = np.arange(200)
+    w = stats.poisson.pmf(n_pois, 9.0)
+    p_keep = np.sum(w * thresholds.tumult_keep_probability(n_pois, 1.0, 1e-5))
+    t_g = thresholds.google_laplace_threshold(1.0, 1e-5, 2)
+    n_bin = np.arange(N + 1)
+    w_b = stats.binom.pmf(n_bin, N, 0.6)
+    p_keep_g = np.sum(w_b * thresholds.google_laplace_keep_probability(n_bin, 1.0, 1e-5, 2))
+    with pm.Model() as m:
+        thresholds.kept_keys(
+            "tumult", pmd.NoisyPoisson.dist(9.0, noise=spec, shape=5), tau - 1, kept
+        )
+        dist_g = pmd.NoisyBinomial.dist(n=N, p=0.6, noise=noise.Laplace(2.0), shape=5)
+        thresholds.kept_keys("google", dist_g, t_g, kept.astype(int))
+    got = m.compile_fn(m.potentials, inputs=[])({})
+    for value, p in zip(got, (p_keep, p_keep_g), strict=True):
+        want = kept.sum() * np.log(p) + (~kept).sum() * np.log1p(-p)
+        np.testing.assert_allclose(value, want, rtol=1e-10)
+    with pytest.raises(ValueError, match="`kept`"):
+        with pm.Model():
+            thresholds.kept_keys("k", pmd.NoisyPoisson.dist(9.0, noise=spec), 12, [2])

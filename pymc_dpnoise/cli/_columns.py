@@ -171,14 +171,20 @@ def read_epsilon(table, args, used):
     return value_or_column(table, args, "epsilon", "epsilon", used)
 
 
-def scalar_read(table, args, *, what="reports", min_rows=2):
+def scalar_read(table, args, *, what="reports", min_rows=2, missing=False):
     """One numeric value per row (``--column``) with its budget (and ``n`` if the model has
-    ``--n``/``--n-column``: the released sums)."""
+    ``--n``/``--n-column``: the released sums).  With ``missing``, missing cells are NaN
+    (suppressed cells of a thresholded release)."""
+    import numpy as np
+
     with_n = hasattr(args, "n_column")
     reserved = reserved_columns(table, args, "epsilon_column", *(["n_column"] if with_n else []))
     idx = pick_column(table, args.column, reserved, what)
-    (z,) = table.read([idx])
-    check_values(table, idx, z, "report")
+    (z,) = table.read([idx], missing=missing)
+    if missing:
+        refuse_rows(table, idx, z, np.isinf(z), "report is {v}")
+    else:
+        check_values(table, idx, z, "report")
     if len(z) < min_rows:
         raise InputError(f"{table.display}: only {len(z)} report, need at least {min_rows}")
     eps, eps_desc, _ = read_epsilon(table, args, {idx})

@@ -200,18 +200,27 @@ class Table:
             )
         return idx
 
-    def read(self, indices: list[int]) -> list[object]:
+    def read(self, indices: list[int], *, missing: bool = False) -> list[object]:
         """The columns ``indices`` as float64 arrays; a cell that is empty or not a number is
-        an :class:`InputError` naming its data row (1-based, header not counted)."""
+        an :class:`InputError` naming its data row (1-based, header not counted).
+
+        With ``missing``, a missing cell (empty, a blank line, ``NA`` or a Parquet null) is
+        read as NaN instead (a cell that is not a number is still an error)."""
         import duckdb
         import numpy as np
 
-        cols = [_quote(self._sql_names[i]) for i in indices]
+        raw = [_quote(self._sql_names[i]) for i in indices]
+        cols = raw
         if self.format == "csv":
             # trim() also keeps DuckDB (2.0) from pushing the cast into the CSV scan, where it
             # becomes a strict cast that fails on the header row
             cols = [f"trim({c})" for c in cols]
         select = ", ".join(f"TRY_CAST({c} AS DOUBLE) AS v{j}" for j, c in enumerate(cols))
+        if missing:
+            select += "".join(
+                f", ({c} IS NULL OR trim(CAST({c} AS VARCHAR)) IN ('', 'NA')) AS m{j}"
+                for j, c in enumerate(raw)
+            )
         sql = f"SELECT {select} FROM {self._from} LIMIT ? OFFSET ?"
         try:
             res = self._query(sql, [self.max_rows + 1, self._offset]).fetchnumpy()
@@ -227,8 +236,12 @@ class Table:
                 "read more (memory grows with it)"
             )
         out = []
-        for idx, a in zip(indices, arrays, strict=True):
+        for j, (idx, a) in enumerate(zip(indices, arrays, strict=True)):
             mask = np.ma.getmaskarray(a)
+            if missing:
+                gap = np.ma.getdata(res[f"m{j}"]).astype(bool)
+                a = np.where(gap, np.nan, np.ma.getdata(a))
+                mask = mask & ~gap
             if mask.any():
                 row = int(np.argmax(mask))
                 raw = self._query(

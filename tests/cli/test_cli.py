@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_support import _built
 
 from pymc_dpnoise import mechanisms
 from pymc_dpnoise.cli import MODELS, InputError, main, read_reports
@@ -990,17 +991,6 @@ def test_truncated_normal_reads_pairs_and_builds(tmp_path):
     bad = build_parser().parse_args(["fit", "truncated-normal", str(p), *args[:1], "5", *args[2:]])
     with pytest.raises(InputError, match="must be smaller than --upper"):
         MODELS["truncated-normal"].check(bad)
-
-
-def _built(model, path, *opts):
-    """Parse, check, read and build ``fit MODEL PATH *opts`` (no sampling): (data, Built)."""
-    from pymc_dpnoise.cli import build_parser
-
-    args = build_parser().parse_args(["fit", model, str(path), *opts])
-    MODELS[model].check(args)
-    with open_table(args.reports, header="auto", sep=None, max_rows=100) as t:
-        data = MODELS[model].data.read(t, args)
-    return data, MODELS[model].build(args, data)
 
 
 def test_count_noise_options_pick_the_distribution_and_the_spec(tmp_path):

@@ -65,6 +65,18 @@ _NOISE_OPTIONS = (
         type=finite_float,
     ),
     Opt("--upper", "the releases were clamped above at UPPER after the noise", type=finite_float),
+    Opt(
+        "--threshold",
+        "a cell was published only if its noisy count was above TAU (see above)",
+        type=finite_float,
+        metavar="TAU",
+    ),
+    Opt(
+        "--keys",
+        "with --threshold: known (every cell is a row, suppressed ones empty; the default) "
+        "or unknown (only published cells are rows)",
+        choices=("known", "unknown"),
+    ),
 )
 
 
@@ -85,10 +97,18 @@ _NOISY_POISSON_OPTIONS = (
 
 
 def _laplace_path(args) -> bool:
-    """Continuous Laplace from the budget, unclamped or ``--clamp``: LaplaceNoisy* as before."""
+    """Continuous Laplace from the budget, unclamped or ``--clamp``, no threshold:
+    LaplaceNoisy* as before."""
     return (
-        args.noise == "laplace" and args.scale is None and (args.lower, args.upper) == (None, None)
+        args.noise == "laplace"
+        and args.scale is None
+        and (args.lower, args.upper) == (None, None)
+        and args.threshold is None
     )
+
+
+def _keys(args) -> str:
+    return args.keys or "known"
 
 
 def _count_sensitivity(args) -> float:
@@ -128,8 +148,20 @@ def _noisy_count_check(args):
     lower, upper = _count_bounds(args)
     if lower is not None and upper is not None and not lower < upper:
         raise InputError(f"--lower ({fmt(lower)}) must be smaller than --upper ({fmt(upper)})")
+    if args.keys is not None and args.threshold is None:
+        raise InputError(f"--keys {args.keys} describes a thresholded release: give --threshold")
+    if args.threshold is not None and (lower, upper) != (None, None):
+        clamp = "--clamp" if getattr(args, "clamp", False) else "--lower / --upper"
+        raise InputError(
+            f"--threshold with {clamp} is not supported: a thresholded release is read "
+            "unclamped (its suppressed cells are the noisy counts at or below the threshold)"
+        )
     if integer:
-        for flag, v in (("--lower", args.lower), ("--upper", args.upper)):
+        for flag, v in (
+            ("--lower", args.lower),
+            ("--upper", args.upper),
+            ("--threshold", args.threshold),
+        ):
             if v is not None and v != int(v):
                 raise InputError(
                     f"{flag} must be a whole number with {noise} (integer releases), got {fmt(v)}"
@@ -179,11 +211,23 @@ def _count_read(table, args):
     :func:`_laplace_path`) the spec."""
     import numpy as np
 
-    out = scalar_read(table, args)
+    tau = args.threshold
+    out = scalar_read(table, args, missing=tau is not None and _keys(args) == "known")
     z, idx = out["z"], out["column"]
+    released = ~np.isnan(z)
     if _NOISE_KINDS[args.noise][3]:
         why = f"--noise {args.noise} releases are integers, got {{v}}"
-        refuse_rows(table, idx, z, z != np.round(z), why)
+        refuse_rows(table, idx, z, released & (z != np.round(z)), why)
+    if tau is not None:
+        why = (
+            f"release {{v}} is not above --threshold {fmt(tau)} (a published cell's noisy "
+            "count is above it"
+            + ("; leave suppressed cells empty)" if _keys(args) == "known" else ")")
+        )
+        refuse_rows(table, idx, z, released & (z <= tau), why)
+        if _keys(args) == "known":
+            cells = f"{int(released.sum())} published, {int((~released).sum())} suppressed"
+            out = dict(out, read=out["read"].removesuffix(".") + f": {cells}.")
     # every clamp (--lower / --upper / --clamp, also on the LaplaceNoisy* path): a release
     # outside it has likelihood 0 and would fail only once sampling starts
     lower, upper = _count_bounds(args)
@@ -238,6 +282,19 @@ def _clamp_desc(args) -> str:
     )
 
 
+def _thresholded(dist, args, data, desc) -> str:
+    """``y``: the thresholded release of ``dist`` (:mod:`pymc_dpnoise.thresholds`); returns
+    the likelihood line."""
+    from ... import thresholds
+
+    tau = args.threshold
+    if _keys(args) == "known":
+        thresholds.known_keys("y", dist, tau, observed=data["z"])
+        return f"y ~ {desc} published if > {fmt(tau)}, known keys (suppressed: P(y <= {fmt(tau)}))"
+    thresholds.unknown_keys("y", dist, tau, observed=data["z"])
+    return f"y ~ {desc} truncated to > {fmt(tau)}, unknown keys (published cells only)"
+
+
 def _noisy_binomial_build(args, data):
     import pymc as pm
 
@@ -259,6 +316,11 @@ def _noisy_binomial_build(args, data):
             likelihood = (
                 f"y ~ LaplaceNoisyBinomial(n={args.n}, p, {data['epsilon_desc']}, "
                 f"sensitivity={fmt(_count_sensitivity(args))}, clamp={args.clamp})"
+            )
+        elif args.threshold is not None:
+            dist = NoisyBinomial.dist(n=args.n, p=p, noise=data["noise"], shape=data["z"].shape)
+            likelihood = _thresholded(
+                dist, args, data, f"NoisyBinomial(n={args.n}, p, noise={data['noise_desc']})"
             )
         else:
             lower, upper = _count_bounds(args)
@@ -286,6 +348,11 @@ def _noisy_poisson_build(args, data):
             likelihood = (
                 f"y ~ LaplaceNoisyPoisson(mu, {data['epsilon_desc']}, sensitivity={fmt(sens)})"
             )
+        elif args.threshold is not None:
+            dist = NoisyPoisson.dist(mu, noise=data["noise"], shape=data["z"].shape)
+            likelihood = _thresholded(
+                dist, args, data, f"NoisyPoisson(mu, noise={data['noise_desc']})"
+            )
         else:
             lower, upper = _count_bounds(args)
             NoisyPoisson(
@@ -304,7 +371,16 @@ _NOISE_TEXT = """
     kinds --sigma, or --rho with sigma = sensitivity / sqrt(2 rho).  The integer kinds need
     integer releases.  --lower / --upper: the releases were clamped there after the noise
     (post-processing; --lower 0 alone is OpenDP's saturating cast); releases outside the
-    clamp are an error."""
+    clamp are an error.
+
+    Thresholded releases (--threshold TAU): a cell was published only if its noisy count
+    was above TAU (Wikimedia's country tables, partition selection).  --keys known (the
+    default): every cell is a row, suppressed cells empty (or NA / NaN), each read as the
+    event "noisy count <= TAU" (pymc_dpnoise.thresholds.known_keys).  --keys unknown: only
+    published cells are rows, each read as a noisy count truncated to > TAU
+    (pymc_dpnoise.thresholds.unknown_keys).  A release at or below TAU is an error; a
+    system that keeps counts >= T (Tumult) has TAU = T - 1.  Reading suppressed cells as
+    zero, or published ones as plain noisy counts, biases the fit."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,7 +411,7 @@ NOISY_BINOMIAL = ModelSpec(
     metavar="RELEASES",
     what="file of released noisy counts, one per row",
     also=("NoisyBinomial",),
-    synopsis="--n; --noise (default laplace) with --scale, --epsilon or --epsilon-column (Laplace kinds) or --sigma or --rho (Gaussian kinds); [--sensitivity]; [--lower --upper, or --clamp]",
+    synopsis="--n; --noise (default laplace) with --scale, --epsilon or --epsilon-column (Laplace kinds) or --sigma or --rho (Gaussian kinds); [--sensitivity]; [--lower --upper, or --clamp]; [--threshold [--keys]]",
 )
 
 
@@ -362,7 +438,7 @@ NOISY_POISSON = ModelSpec(
     metavar="RELEASES",
     what="file of released noisy totals, one per row",
     also=("NoisyPoisson",),
-    synopsis="--noise (default laplace) with --scale, --epsilon or --epsilon-column (Laplace kinds) or --sigma or --rho (Gaussian kinds); [--sensitivity]; [--lower --upper]",
+    synopsis="--noise (default laplace) with --scale, --epsilon or --epsilon-column (Laplace kinds) or --sigma or --rho (Gaussian kinds); [--sensitivity]; [--lower --upper]; [--threshold [--keys]]",
 )
 
 #: the family's commands (in ``fit --help`` order) and its worked example
