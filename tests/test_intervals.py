@@ -1,0 +1,375 @@
+"""``pymc_dpnoise.intervals`` against independent references written here.
+
+Counts: the posterior is enumerated by brute force on a window twice as wide as the
+function's (and at least 60 noise scales each side), from scipy's own log pmfs / CDFs of the
+noise's definitions (scipy's ``norm`` for the Gaussian; the Laplace tails written out, as
+scipy's underflow far out), the integer kinds' CDFs as plain cumulative sums of their pmfs,
+and the equal-tailed interval, median, mean and mass are read off it by their definitions.
+Sums with continuous noise: ``scipy.integrate.quad`` of the posterior density and
+``brentq`` on its CDF.  Grids reach tiny (1e-3) and large (500) noise, releases far below 0,
+at and far from the clamp bounds, and per-release noise.  No PyTensor compile: fast.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, optimize, stats
+
+from pymc_dpnoise import noise
+from pymc_dpnoise.intervals import count_intervals, noise_radius, sum_intervals
+
+LEVELS = (0.5, 0.95)
+
+
+def _laplace_log_tail(x, b):
+    """``log P(L > x)`` of Laplace(b) at ``x >= 0``: ``log(e^{-x/b} / 2)`` (scipy's
+    ``laplace.logsf`` underflows to -inf beyond ~700 scales)."""
+    return -x / b - math.log(2.0)
+
+
+def ref_log_pmf(kind, x, p):
+    """Log pmf / pdf of the noise at the integers or reals ``x``, from the definitions (up to
+    a constant for the discrete Gaussian)."""
+    x = np.asarray(x, dtype="float64")
+    k = np.abs(x)
+    if kind is noise.DiscreteLaplace:  # (1 - q) / (1 + q) q^|k|, q = e^{-1/b}
+        q = math.exp(-1.0 / p)
+        return math.log((1 - q) / (1 + q)) - k / p
+    if kind is noise.RoundedLaplace:
+        # P(j) = P(j - 1/2 < L <= j + 1/2): a difference of upper tails for j > 0 (symmetric)
+        hi, lo = _laplace_log_tail(k - 0.5, p), _laplace_log_tail(k + 0.5, p)
+        out = hi + np.log1p(-np.exp(lo - hi))
+        return np.where(k == 0, math.log1p(-2 * math.exp(_laplace_log_tail(0.5, p))), out)
+    if kind is noise.DiscreteGaussian:
+        return -(x**2) / (2.0 * p**2)
+    if kind is noise.Laplace:
+        return -k / p - math.log(2 * p)
+    return stats.norm.logpdf(x, scale=p)
+
+
+def ref_log_cdf_grid(kind, x, p):
+    """``log P(N <= x)`` at consecutive integers ``x`` (ascending), up to one constant."""
+    if kind is noise.Laplace:
+        x = np.asarray(x, dtype="float64")
+        up = np.log1p(-np.exp(_laplace_log_tail(np.abs(x), p)))
+        return np.where(x < 0, _laplace_log_tail(np.abs(x), p), up)
+    if kind is noise.Gaussian:
+        return stats.norm.logcdf(x, scale=p)
+    # integer kinds: a plain cumulative sum of the pmf from far below (nothing omitted)
+    pad = int(80 * p) + 50
+    xs = np.arange(x[0] - pad, x[-1] + 1)
+    lp = ref_log_pmf(kind, xs, p)
+    top = lp.max()
+    with np.errstate(divide="ignore"):
+        return (np.log(np.cumsum(np.exp(lp - top))) + top)[pad:]
+
+
+def ref_count(z, spec, level, lower=None, upper=None, n=None, weights=None):
+    """(lo, hi, mean, median, mass, cdf) of one release by brute-force enumeration."""
+    kind, p = type(spec), float(spec.param)
+    if weights is not None:
+        c = np.arange(len(weights))
+    else:
+        hw = 2 * int(noise_radius(spec)) + int(60 * p) + 60
+        top = (max(z, 0) + hw) if n is None else n
+        c = np.arange(0, top + 1) if n is not None else np.arange(0, max(z, 0) + hw + 1)
+    if lower is not None and z == lower:
+        x = (lower - c)[::-1]
+        logl = ref_log_cdf_grid(kind, x, p)[::-1]
+    elif upper is not None and z == upper:
+        logl = ref_log_cdf_grid(kind, c - upper, p)
+    else:
+        logl = ref_log_pmf(kind, z - c, p)
+    if weights is not None:
+        with np.errstate(divide="ignore"):
+            logl = logl + np.log(weights)
+    post = np.exp(logl - logl.max())
+    post /= post.sum()
+    cdf = np.cumsum(post)
+    a = 1 - level
+    lo, hi, med = (c[np.argmax(cdf >= q - 1e-15)] for q in (a / 2, 1 - a / 2, 0.5))
+    mass = post[(c >= lo) & (c <= hi)].sum()
+    return lo, hi, float((c * post).sum()), med, mass, dict(zip(c.tolist(), cdf, strict=True))
+
+
+def _near_boundary(cdf, value, q):
+    """Whether the reference CDF sits within rounding of ``q`` at ``value`` or below it (a
+    tie that rounding may break either way)."""
+    return any(abs(cdf.get(v, 1.0) - q) < 1e-9 for v in (value, value - 1))
+
+
+def check_against_reference(iv, releases, spec, level, **kw):
+    specs = np.broadcast_to(np.asarray(spec.param), np.shape(releases))
+    for i, z in enumerate(np.ravel(releases)):
+        one = type(spec)(float(np.ravel(specs)[i]))
+        lo, hi, mean, med, mass, cdf = ref_count(z, one, level, **kw)
+        a = 1 - level
+        for got, want, q in ((iv.lo, lo, a / 2), (iv.hi, hi, 1 - a / 2), (iv.median, med, 0.5)):
+            g = int(np.ravel(got)[i])
+            assert g == want or _near_boundary(cdf, max(g, want), q), (z, one, g, want)
+        # 1e-9: both sum up to ~1e5 rounded terms (relative 1e-16 each) and the reference's
+        # scipy tails are accurate to ~1e-14; the mean's scale is the count's
+        np.testing.assert_allclose(np.ravel(iv.mean)[i], mean, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(np.ravel(iv.mass)[i], mass, rtol=0, atol=1e-9)
+        assert np.ravel(iv.mass)[i] >= level - 1e-12
+
+
+KINDS = [noise.DiscreteLaplace, noise.RoundedLaplace, noise.DiscreteGaussian]
+SCALES = [1e-3, 0.3, 2.0, 37.5, 500.0]
+RELEASES = np.array([-4000, -7, 0, 1, 3, 12, 250, 5000])
+
+
+@pytest.mark.parametrize("kind", KINDS + [noise.Laplace, noise.Gaussian], ids=lambda k: k.__name__)
+@pytest.mark.parametrize("scale", SCALES)
+def test_unclamped_counts_match_enumeration(kind, scale):
+    spec = kind(scale)
+    z = RELEASES if kind.discrete else RELEASES + 0.37
+    for level in LEVELS:
+        iv = count_intervals(z, spec, level)
+        check_against_reference(iv, z, spec, level)
+
+
+@pytest.mark.parametrize("kind", KINDS + [noise.Laplace, noise.Gaussian], ids=lambda k: k.__name__)
+@pytest.mark.parametrize("scale", [1e-3, 0.7, 4.0, 120.0])
+def test_clamped_counts_and_atoms_match_enumeration(kind, scale):
+    spec = kind(scale)
+    # clamp [-3, 40] with releases at both atoms and inside; n bounds the flat prior
+    z = np.array([-3, -2, 0, 5, 39, 40])
+    z = z if kind.discrete else np.where((z == -3) | (z == 40), z, z + 0.25)
+    iv = count_intervals(z, spec, 0.9, lower=-3, upper=40, n=60)
+    check_against_reference(iv, z, spec, 0.9, lower=-3, upper=40, n=60)
+    # the lower clamp at 0 (OpenDP's unsigned output) with the unbounded flat prior
+    z0 = np.array([0, 1, 30]) if kind.discrete else np.array([0.0, 1.5, 30.5])
+    iv = count_intervals(z0, spec, 0.95, lower=0)
+    check_against_reference(iv, z0, spec, 0.95, lower=0)
+
+
+def test_upper_atom_far_above_n_and_prior_array():
+    spec = noise.DiscreteGaussian(2.5)
+    iv = count_intervals([100], spec, 0.9, lower=0, upper=100, n=20)  # release at upper, n << upper
+    check_against_reference(iv, [100], spec, 0.9, lower=0, upper=100, n=20)
+    w = np.r_[np.zeros(5), np.linspace(1.0, 3.0, 40), np.zeros(3), 0.5]
+    z = np.array([-30, 0, 7, 44, 47, 60, 200])
+    for s in (noise.DiscreteLaplace(3.0), noise.RoundedLaplace(0.01), spec):
+        iv = count_intervals(z, s, 0.8, prior=w)
+        check_against_reference(iv, z, s, 0.8, weights=w)
+
+
+def test_per_release_noise_and_shape():
+    spec = noise.DiscreteLaplace(np.array([[0.5, 3.0, 40.0], [1.0, 1.0, 200.0]]))
+    z = np.array([[5, -2, 300], [0, 9, 17]])
+    iv = count_intervals(z, spec, 0.95)
+    assert iv.lo.shape == z.shape and iv.lo.dtype == np.int64
+    check_against_reference(iv, z, spec, 0.95)
+    empty = count_intervals(np.zeros((0,), dtype=int), noise.DiscreteLaplace(1.0))
+    assert empty.lo.shape == (0,)
+
+
+def test_interval_shrinks_to_the_release_as_noise_vanishes():
+    z = np.array([0, 4, 1000])
+    iv = count_intervals(z, noise.DiscreteGaussian(1e-3), 0.999)
+    np.testing.assert_array_equal(iv.lo, z)
+    np.testing.assert_array_equal(iv.hi, z)
+    np.testing.assert_allclose(iv.mass, 1.0, rtol=0, atol=1e-15)
+
+
+# -- sums -------------------------------------------------------------------------------------
+
+
+def ref_sum(z, spec, level, s_lo, s_hi):
+    """(lo, hi, mean, median, width) by quad on the posterior density f(z - s) on [s_lo, s_hi].
+
+    The density is written out relative to its mode (Laplace ``e^{-|z - s|/b}``, Gaussian
+    ``e^{-(z - s)^2/2 sigma^2}``) and integrated over its mode +- 60 of its own widths (the
+    mass beyond is below e^-60), cut at the mode and a few widths out."""
+    kind, p = type(spec), float(spec.param)
+    mode = min(max(z, s_lo), s_hi)
+    # integrated in d = s - mode (no rounding of s near a large mode); relative to the mode,
+    # (z - s)^2 - (z - mode)^2 = d^2 - 2 d (z - mode) and |z - s| - |z - mode|
+    if kind is noise.Gaussian:
+        slope = abs(z - mode) / p**2
+        dens = lambda d: math.exp(-(d * d - 2 * d * (z - mode)) / (2 * p * p))  # noqa: E731
+    else:
+        slope = 1 / p if z != mode else 0.0
+        dens = lambda d: math.exp(-(abs(z - mode - d) - abs(z - mode)) / p)  # noqa: E731
+    width = min(p, 1.0 / slope) if slope else p
+    a, b = max(s_lo - mode, -60 * width), min(s_hi - mode, 60 * width)
+    cuts = sorted({min(max(k * width, a), b) for k in (-60, -8, -2, 0, 2, 8, 60)})
+
+    def integral(f, u, v, epsabs=0.0):
+        pts = [u] + [t for t in cuts if u < t < v] + [v]
+        return math.fsum(
+            integrate.quad(f, x, y, epsabs=epsabs, epsrel=1e-10, limit=200)[0]
+            for x, y in itertools.pairwise(pts)
+        )
+
+    total = integral(dens, a, b)
+    # the first moment about the mode changes sign: an absolute tolerance for it
+    mean = integral(lambda d: d * dens(d), a, b, 1e-12 * width * total) / total + mode
+
+    def q(u):
+        d = optimize.brentq(lambda d: integral(dens, a, d) / total - u, a, b, xtol=1e-12 * width)
+        return mode + d
+
+    alpha = 1 - level
+    return q(alpha / 2), q(1 - alpha / 2), mean, q(0.5), width
+
+
+@pytest.mark.parametrize("kind", [noise.Laplace, noise.Gaussian], ids=lambda k: k.__name__)
+@pytest.mark.parametrize("scale", [0.01, 3.0, 80.0])
+def test_continuous_sums_match_quadrature(kind, scale):
+    spec = kind(scale)
+    n, lower, upper = 50, -1.0, 4.0  # S in [-50, 200]
+    z = np.array([-400.0, -50.0, -49.5, 17.3, 199.0, 260.0, 3000.0])
+    iv = sum_intervals(z, spec, 0.9, n=n, lower=lower, upper=upper)
+    for i, zi in enumerate(z):
+        lo, hi, mean, med, width = ref_sum(zi, spec, 0.9, n * lower, n * upper)
+        # quad's relative 1e-10 on each piece, brentq to 1e-12 of the posterior's width;
+        # 1e-8 of that width leaves room for quad's error near the cut points
+        for got, want in ((iv.lo, lo), (iv.hi, hi), (iv.median, med), (iv.mean, mean)):
+            assert abs(got[i] - want) <= 1e-8 * width + 1e-12 * abs(want), (zi, got[i], want)
+    assert np.all(iv.lo >= -50) and np.all(iv.hi <= 200)
+
+
+def test_integer_sums_are_shifted_counts():
+    spec = noise.DiscreteGaussian(6.0)
+    z = np.array([-90, 7, 140, 700])
+    iv = sum_intervals(z, spec, 0.95, n=40, lower=-2, upper=3)  # S in [-80, 120]
+    shifted = count_intervals(z + 80, spec, 0.95, n=200)
+    np.testing.assert_array_equal(iv.lo, shifted.lo - 80)
+    np.testing.assert_array_equal(iv.hi, shifted.hi - 80)
+    np.testing.assert_allclose(iv.mean, shifted.mean - 80, rtol=1e-13, atol=1e-12)
+    check_against_reference(shifted, z + 80, spec, 0.95, n=200)
+
+
+def test_flat_prior_coverage_equals_expected_mass():
+    """Counts drawn from the flat prior on 0..n: the intervals cover at the rate E[mass]
+    (>= level).  4,000 releases: the binomial standard error is about 0.0035."""
+    rng = np.random.default_rng(3)
+    n = 80
+    for spec in (noise.DiscreteLaplace(4.0), noise.Gaussian(6.0)):
+        c = rng.integers(0, n + 1, 4000)
+        z = spec.release(c, rng=rng)
+        iv = count_intervals(z, spec, 0.9, n=n)
+        covered = np.mean((iv.lo <= c) & (c <= iv.hi))
+        se = math.sqrt(0.9 * 0.1 / c.size)
+        assert abs(covered - iv.mass.mean()) < 4 * se, (spec, covered, iv.mass.mean())
+
+
+# -- OpenDP measurements --------------------------------------------------------------------
+
+
+def test_opendp_measurements_are_read_with_their_clamp():
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib")
+    records = dp.vector_domain(dp.atom_domain(T="u32")), dp.symmetric_distance()
+    meas = records >> dp.t.then_count(TO="u32") >> dp.m.then_laplace(3.0)
+    z = np.array([meas(list(range(k))) for k in (0, 0, 2, 15)], dtype="int64")
+    got = count_intervals(z, meas, 0.9)
+    want = count_intervals(z, noise.DiscreteLaplace(3.0), 0.9, lower=0)
+    np.testing.assert_array_equal(got.lo, want.lo)
+    np.testing.assert_array_equal(got.hi, want.hi)
+    assert got.noise == noise.DiscreteLaplace(3.0)
+    with pytest.raises(ValueError, match=r"`lower`=2.*contradicts"):
+        count_intervals(z, meas, lower=2)
+    geo = dp.m.make_geometric(
+        dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=2.0, bounds=(0, 50)
+    )
+    z = np.array([geo(k) for k in (0, 10, 50)])
+    got = count_intervals(z, geo, 0.9, n=60)
+    want = count_intervals(z, noise.DiscreteLaplace(2.0), 0.9, lower=0, upper=50, n=60)
+    np.testing.assert_array_equal(got.lo, want.lo)
+    np.testing.assert_array_equal(got.hi, want.hi)
+    floats = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance()
+    chain = floats >> dp.t.then_clamp((0.0, 10.0)) >> dp.t.then_sum() >> dp.m.then_laplace(5.0)
+    assert sum_intervals([33.0], chain, n=5, lower=0.0, upper=10.0).noise == noise.Laplace(5.0)
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda: count_intervals([1.5], noise.DiscreteLaplace(1.0)), ValueError, "`releases`"),
+        (lambda: count_intervals([np.nan], noise.Laplace(1.0)), ValueError, "releases"),
+        (lambda: count_intervals(["a"], noise.Laplace(1.0)), TypeError, "`releases`"),
+        (lambda: count_intervals([1], "laplace"), TypeError, "`noise`"),
+        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), 1.0), ValueError, "`level`"),
+        (
+            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), prior="jeffreys"),
+            ValueError,
+            "`prior`",
+        ),
+        (
+            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), prior=[-1, 2]),
+            ValueError,
+            "`prior`",
+        ),
+        (
+            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), prior=[1, 2], n=3),
+            ValueError,
+            "`n`",
+        ),
+        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), n=-1), ValueError, "`n`"),
+        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), n=2.5), ValueError, "`n`"),
+        (
+            lambda: count_intervals([-1], noise.DiscreteLaplace(1.0), lower=0),
+            ValueError,
+            "`releases` below",
+        ),
+        (
+            lambda: count_intervals([9], noise.DiscreteLaplace(1.0), upper=5),
+            ValueError,
+            "`releases` above",
+        ),
+        (lambda: count_intervals([5], noise.DiscreteLaplace(1.0), upper=5), ValueError, "give `n`"),
+        (
+            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), lower=3, upper=3),
+            ValueError,
+            "`lower`",
+        ),
+        (
+            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), lower=0.5),
+            ValueError,
+            "`lower`",
+        ),
+        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), d_in=1), ValueError, "`d_in`"),
+        (lambda: count_intervals([1], noise.DiscreteLaplace(1e6)), ValueError, "MAX_GRID"),
+        (
+            lambda: count_intervals([1, 2], noise.DiscreteLaplace([1.0, 2.0, 3.0])),
+            ValueError,
+            "broadcast",
+        ),
+        (
+            lambda: sum_intervals([1.0], noise.Laplace(1.0), n=0, lower=0, upper=1),
+            ValueError,
+            "`n`",
+        ),
+        (
+            lambda: sum_intervals([1.0], noise.Laplace(1.0), n=3, lower=2, upper=1),
+            ValueError,
+            "`lower`",
+        ),
+        (
+            lambda: sum_intervals([1.0], noise.Laplace(1.0), n=3, lower=None, upper=1),
+            ValueError,
+            "`lower`",
+        ),
+    ],
+)
+def test_bad_input_names_the_argument(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def test_a_noise_kind_of_ones_own_is_refused():
+    class Mine(noise.DiscreteLaplace):
+        pass
+
+    with pytest.raises(TypeError, match="`noise` must be one of"):
+        count_intervals([1], Mine(1.0))
