@@ -68,8 +68,9 @@ def ref_log_cdf_grid(kind, x, p):
         return (np.log(np.cumsum(np.exp(lp - top))) + top)[pad:]
 
 
-def ref_count(z, spec, level, lower=None, upper=None, n=None, weights=None):
-    """(lo, hi, mean, median, mass, cdf) of one release by brute-force enumeration."""
+def ref_count(z, spec, level, lower=None, upper=None, n=None, weights=None, hpd=False):
+    """(lo, hi, mean, median, mass, cdf) of one release by brute-force enumeration; with
+    ``hpd``, ``(post, c)`` instead of the last two (the HPD checks use the posterior)."""
     kind, p = type(spec), float(spec.param)
     if weights is not None:
         c = np.arange(len(weights))
@@ -93,7 +94,32 @@ def ref_count(z, spec, level, lower=None, upper=None, n=None, weights=None):
     a = 1 - level
     lo, hi, med = (c[np.argmax(cdf >= q - 1e-15)] for q in (a / 2, 1 - a / 2, 0.5))
     mass = post[(c >= lo) & (c <= hi)].sum()
+    if hpd:
+        return lo, hi, float((c * post).sum()), med, post, c
     return lo, hi, float((c * post).sum()), med, mass, dict(zip(c.tolist(), cdf, strict=True))
+
+
+def check_hpd(iv, releases, spec, level, **kw):
+    """HPD by its definition: the counts of highest posterior probability, in order, until
+    their mass reaches the level (ties at the last probability all kept), and their hull.
+    Ties are taken to a relative 1e-9 (the function's and the reference's probabilities
+    differ in the last digits), so the hull lies between those of the strict and the loose
+    level set; and its mass is at least the level."""
+    specs = np.broadcast_to(np.asarray(spec.param), np.shape(releases))
+    for i, z in enumerate(np.ravel(releases)):
+        one = type(spec)(float(np.ravel(specs)[i]))
+        _, _, mean, _, post, c = ref_count(z, one, level, hpd=True, **kw)
+        ranked = np.sort(post)[::-1]
+        t = ranked[np.argmax(np.cumsum(ranked) >= level - 1e-12)]
+        strict, loose = c[post > t * (1 + 1e-9)], c[post >= t * (1 - 1e-9)]
+        lo, hi = int(np.ravel(iv.lo)[i]), int(np.ravel(iv.hi)[i])
+        s_lo, s_hi = (strict.min(), strict.max()) if strict.size else (hi, lo)
+        assert loose.min() <= lo <= s_lo and s_hi <= hi <= loose.max(), (z, one, lo, hi)
+        inside = post[(c >= lo) & (c <= hi)].sum()
+        # 1e-9: sums of ~1e5 rounded terms (reference and function alike)
+        assert inside >= level - 1e-9, (z, one)
+        np.testing.assert_allclose(np.ravel(iv.mass)[i], inside, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(np.ravel(iv.mean)[i], mean, rtol=1e-9, atol=1e-9)
 
 
 def _near_boundary(cdf, value, q):
@@ -129,8 +155,9 @@ def test_unclamped_counts_match_enumeration(kind, scale):
     spec = kind(scale)
     z = RELEASES if kind.discrete else RELEASES + 0.37
     for level in LEVELS:
-        iv = count_intervals(z, spec, level)
+        iv = count_intervals(z, spec, level, interval="equal-tailed")
         check_against_reference(iv, z, spec, level)
+        check_hpd(count_intervals(z, spec, level), z, spec, level)
 
 
 @pytest.mark.parametrize("kind", KINDS + [noise.Laplace, noise.Gaussian], ids=lambda k: k.__name__)
@@ -140,31 +167,38 @@ def test_clamped_counts_and_atoms_match_enumeration(kind, scale):
     # clamp [-3, 40] with releases at both atoms and inside; n bounds the flat prior
     z = np.array([-3, -2, 0, 5, 39, 40])
     z = z if kind.discrete else np.where((z == -3) | (z == 40), z, z + 0.25)
-    iv = count_intervals(z, spec, 0.9, lower=-3, upper=40, n=60)
+    iv = count_intervals(z, spec, 0.9, lower=-3, upper=40, n=60, interval="equal-tailed")
     check_against_reference(iv, z, spec, 0.9, lower=-3, upper=40, n=60)
+    iv = count_intervals(z, spec, 0.9, lower=-3, upper=40, n=60)
+    check_hpd(iv, z, spec, 0.9, lower=-3, upper=40, n=60)
     # the lower clamp at 0 (OpenDP's unsigned output) with the unbounded flat prior
     z0 = np.array([0, 1, 30]) if kind.discrete else np.array([0.0, 1.5, 30.5])
-    iv = count_intervals(z0, spec, 0.95, lower=0)
+    iv = count_intervals(z0, spec, 0.95, lower=0, interval="equal-tailed")
     check_against_reference(iv, z0, spec, 0.95, lower=0)
+    check_hpd(count_intervals(z0, spec, 0.95, lower=0), z0, spec, 0.95, lower=0)
 
 
 def test_upper_atom_far_above_n_and_prior_array():
     spec = noise.DiscreteGaussian(2.5)
-    iv = count_intervals([100], spec, 0.9, lower=0, upper=100, n=20)  # release at upper, n << upper
-    check_against_reference(iv, [100], spec, 0.9, lower=0, upper=100, n=20)
+    kw = {"lower": 0, "upper": 100, "n": 20}  # a release at upper, n far below it
+    iv = count_intervals([100], spec, 0.9, interval="equal-tailed", **kw)
+    check_against_reference(iv, [100], spec, 0.9, **kw)
+    check_hpd(count_intervals([100], spec, 0.9, **kw), [100], spec, 0.9, **kw)
     w = np.r_[np.zeros(5), np.linspace(1.0, 3.0, 40), np.zeros(3), 0.5]
     z = np.array([-30, 0, 7, 44, 47, 60, 200])
     for s in (noise.DiscreteLaplace(3.0), noise.RoundedLaplace(0.01), spec):
-        iv = count_intervals(z, s, 0.8, prior=w)
+        iv = count_intervals(z, s, 0.8, prior=w, interval="equal-tailed")
         check_against_reference(iv, z, s, 0.8, weights=w)
+        check_hpd(count_intervals(z, s, 0.8, prior=w), z, s, 0.8, weights=w)
 
 
 def test_per_release_noise_and_shape():
     spec = noise.DiscreteLaplace(np.array([[0.5, 3.0, 40.0], [1.0, 1.0, 200.0]]))
     z = np.array([[5, -2, 300], [0, 9, 17]])
-    iv = count_intervals(z, spec, 0.95)
+    iv = count_intervals(z, spec, 0.95, interval="equal-tailed")
     assert iv.lo.shape == z.shape and iv.lo.dtype == np.int64
     check_against_reference(iv, z, spec, 0.95)
+    check_hpd(count_intervals(z, spec, 0.95), z, spec, 0.95)
     empty = count_intervals(np.zeros((0,), dtype=int), noise.DiscreteLaplace(1.0))
     assert empty.lo.shape == (0,)
 
@@ -181,7 +215,8 @@ def test_interval_shrinks_to_the_release_as_noise_vanishes():
 
 
 def ref_sum(z, spec, level, s_lo, s_hi):
-    """(lo, hi, mean, median, width) by quad on the posterior density f(z - s) on [s_lo, s_hi].
+    """(equal-tailed, HPD, mean, median, width) by quad on the posterior density f(z - s) on
+    [s_lo, s_hi] (the HPD set is |z - s| <= r: the density falls with |z - s|).
 
     The density is written out relative to its mode (Laplace ``e^{-|z - s|/b}``, Gaussian
     ``e^{-(z - s)^2/2 sigma^2}``) and integrated over its mode +- 60 of its own widths (the
@@ -215,8 +250,15 @@ def ref_sum(z, spec, level, s_lo, s_hi):
         d = optimize.brentq(lambda d: integral(dens, a, d) / total - u, a, b, xtol=1e-12 * width)
         return mode + d
 
+    def hpd_mass(r):  # the set |z - s| <= r inside the range, in d = s - mode
+        u, v = max(a, z - r - mode), min(b, z + r - mode)
+        return integral(dens, u, v) / total if v > u else 0.0
+
+    r0 = abs(z - mode)
+    r = optimize.brentq(lambda r: hpd_mass(r) - level, r0, r0 + 61 * width, xtol=1e-12 * width)
+    hpd = (max(s_lo, z - r), min(s_hi, z + r))
     alpha = 1 - level
-    return q(alpha / 2), q(1 - alpha / 2), mean, q(0.5), width
+    return (q(alpha / 2), q(1 - alpha / 2)), hpd, mean, q(0.5), width
 
 
 @pytest.mark.parametrize("kind", [noise.Laplace, noise.Gaussian], ids=lambda k: k.__name__)
@@ -225,14 +267,19 @@ def test_continuous_sums_match_quadrature(kind, scale):
     spec = kind(scale)
     n, lower, upper = 50, -1.0, 4.0  # S in [-50, 200]
     z = np.array([-400.0, -50.0, -49.5, 17.3, 199.0, 260.0, 3000.0])
-    iv = sum_intervals(z, spec, 0.9, n=n, lower=lower, upper=upper)
+    et = sum_intervals(z, spec, 0.9, n=n, lower=lower, upper=upper, interval="equal-tailed")
+    hpd = sum_intervals(z, spec, 0.9, n=n, lower=lower, upper=upper)
     for i, zi in enumerate(z):
-        lo, hi, mean, med, width = ref_sum(zi, spec, 0.9, n * lower, n * upper)
+        (lo, hi), (h_lo, h_hi), mean, med, width = ref_sum(zi, spec, 0.9, n * lower, n * upper)
         # quad's relative 1e-10 on each piece, brentq to 1e-12 of the posterior's width;
         # 1e-8 of that width leaves room for quad's error near the cut points
-        for got, want in ((iv.lo, lo), (iv.hi, hi), (iv.median, med), (iv.mean, mean)):
+        for got, want in (
+            (et.lo, lo), (et.hi, hi), (et.median, med), (et.mean, mean),
+            (hpd.lo, h_lo), (hpd.hi, h_hi), (hpd.median, med),
+        ):  # fmt: skip
             assert abs(got[i] - want) <= 1e-8 * width + 1e-12 * abs(want), (zi, got[i], want)
-    assert np.all(iv.lo >= -50) and np.all(iv.hi <= 200)
+    for iv in (et, hpd):
+        assert np.all(iv.lo >= -50) and np.all(iv.hi <= 200) and np.all(iv.lo <= iv.hi)
 
 
 def test_integer_sums_are_shifted_counts():
@@ -240,10 +287,10 @@ def test_integer_sums_are_shifted_counts():
     z = np.array([-90, 7, 140, 700])
     iv = sum_intervals(z, spec, 0.95, n=40, lower=-2, upper=3)  # S in [-80, 120]
     shifted = count_intervals(z + 80, spec, 0.95, n=200)
+    check_hpd(shifted, z + 80, spec, 0.95, n=200)
     np.testing.assert_array_equal(iv.lo, shifted.lo - 80)
     np.testing.assert_array_equal(iv.hi, shifted.hi - 80)
     np.testing.assert_allclose(iv.mean, shifted.mean - 80, rtol=1e-13, atol=1e-12)
-    check_against_reference(shifted, z + 80, spec, 0.95, n=200)
 
 
 def test_flat_prior_coverage_equals_expected_mass():
@@ -339,6 +386,11 @@ def test_opendp_measurements_are_read_with_their_clamp():
             "`lower`",
         ),
         (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), d_in=1), ValueError, "`d_in`"),
+        (
+            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), interval="central"),
+            ValueError,
+            "`interval`",
+        ),
         (lambda: count_intervals([1], noise.DiscreteLaplace(1e6)), ValueError, "MAX_GRID"),
         (
             lambda: count_intervals([1, 2], noise.DiscreteLaplace([1.0, 2.0, 3.0])),
