@@ -47,6 +47,7 @@ from pymc_dpnoise.intervals import count_intervals, sum_intervals
 LEVELS = (0.5, 0.9, 0.95)
 N_PRIOR = 200
 FIXED = (0, 3, 100)
+RULES = ("hpd", "equal-tailed")
 
 
 def opendp():
@@ -138,51 +139,38 @@ def prior_rows(label, meas, integer, reps, rng):
     counts = rng.integers(0, N_PRIOR + 1, reps)
     z = release(meas, counts, integer)
     rows = []
-    for level in LEVELS:
-        iv = count_intervals(z, meas, level, n=N_PRIOR)
-        cov = float(np.mean((iv.lo <= counts) & (counts <= iv.hi)))
-        se = binom_se(cov, reps)
-        expect = float(np.mean(iv.mass))
-        rows.append(
-            {
-                "scenario": label,
-                "level": level,
-                "reps": reps,
-                "coverage": cov,
-                "se": se,
-                "expected": expect,
-                "z": (cov - expect) / se,
-            }
-        )
+    for rule in RULES:
+        for level in LEVELS:
+            iv = count_intervals(z, meas, level, n=N_PRIOR, interval=rule)
+            cov = float(np.mean((iv.lo <= counts) & (counts <= iv.hi)))
+            expect = float(np.mean(iv.mass))
+            # under calibration each release covers with probability its mass: the coverage
+            # rate's variance is mean(mass (1 - mass)) / releases
+            se = max(math.sqrt(float(np.mean(iv.mass * (1 - iv.mass))) / reps), 1e-12)
+            rows.append(
+                {"scenario": label, "rule": rule, "level": level, "reps": reps, "coverage": cov,
+                 "se": se, "expected": expect, "z": (cov - expect) / se}
+            )  # fmt: skip
     return rows
 
 
 def fixed_rows(label, meas, acc_fn, scale, integer, reps):
     rows = []
     for c in FIXED:
-        counts = np.full(reps, c)
-        z = release(meas, counts, integer)
+        z = release(meas, np.full(reps, c), integer)
         for level in LEVELS:
-            iv = count_intervals(z, meas, level)
-            cov = float(np.mean((iv.lo <= c) & (c <= iv.hi)))
             a = float(acc_fn(scale, 1.0 - level))
             a = math.floor(a) if integer else a
             # OpenDP: P(|noise| >= accuracy) = alpha, so z +- floor(accuracy) (integers) or the
             # open interval z +- accuracy (reals) covers with probability 1 - alpha
             in_acc = np.abs(z - c) <= a if integer else np.abs(z - c) < a
-            rows.append(
-                {
-                    "scenario": label,
-                    "count": c,
-                    "level": level,
-                    "reps": reps,
-                    "coverage": cov,
-                    "se": binom_se(cov, reps),
-                    "opendp_coverage": float(np.mean(in_acc)),
-                    "width_median": float(np.median(iv.hi - iv.lo)),
-                    "opendp_width": 2 * a,
-                }
-            )
+            row = {"scenario": label, "count": c, "level": level, "reps": reps,
+                   "opendp_coverage": float(np.mean(in_acc)), "opendp_width": 2 * a}  # fmt: skip
+            for rule, key in (("hpd", "hpd"), ("equal-tailed", "et")):
+                iv = count_intervals(z, meas, level, interval=rule)
+                row[f"{key}_coverage"] = float(np.mean((iv.lo <= c) & (c <= iv.hi)))
+                row[f"{key}_width"] = float(np.median(iv.hi - iv.lo))
+            rows.append(row)
     return rows
 
 
@@ -214,40 +202,28 @@ def sum_rows(dp, reps, rng):
 
     n, lower, upper = 100, 0.0, 10.0
     rows = []
-    for name, make, metric, acc_fn in (
-        (
-            "then_laplace (Laplace)",
-            dp.m.make_laplace,
-            dp.absolute_distance,
-            acc.laplacian_scale_to_accuracy,
-        ),
-        (
-            "then_gaussian (Gaussian)",
-            dp.m.make_gaussian,
-            dp.absolute_distance,
-            acc.gaussian_scale_to_accuracy,
-        ),
-    ):
+    cases = (
+        ("then_laplace (Laplace)", dp.m.make_laplace, acc.laplacian_scale_to_accuracy),
+        ("then_gaussian (Gaussian)", dp.m.make_gaussian, acc.gaussian_scale_to_accuracy),
+    )
+    for name, make, acc_fn in cases:
         for scale in (5.0, 50.0):
-            meas = make(dp.atom_domain(T=float, nan=False), metric(T=float), scale=scale)
+            meas = make(
+                dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=scale
+            )
             s = rng.uniform(n * lower, n * upper, reps)
             z = np.array([meas(float(v)) for v in s])
-            for level in LEVELS:
-                iv = sum_intervals(z, meas, level, n=n, lower=lower, upper=upper)
-                cov = float(np.mean((iv.lo <= s) & (s <= iv.hi)))
-                se = binom_se(cov, reps)
-                rows.append(
-                    {
-                        "scenario": f"sum {name} scale={scale:g}",
-                        "level": level,
-                        "reps": reps,
-                        "coverage": cov,
-                        "se": se,
-                        "z": (cov - level) / se,
-                        "width_median": float(np.median(iv.hi - iv.lo)),
-                        "opendp_width": 2 * float(acc_fn(scale, 1.0 - level)),
-                    }
-                )
+            for rule in RULES:
+                for level in LEVELS:
+                    iv = sum_intervals(z, meas, level, n=n, lower=lower, upper=upper, interval=rule)
+                    cov = float(np.mean((iv.lo <= s) & (s <= iv.hi)))
+                    se = binom_se(level, reps)  # calibrated: each covers w.p. the level
+                    rows.append(
+                        {"scenario": f"sum {name} scale={scale:g}", "rule": rule, "level": level,
+                         "reps": reps, "coverage": cov, "se": se, "z": (cov - level) / se,
+                         "width_median": float(np.median(iv.hi - iv.lo)),
+                         "opendp_width": 2 * float(acc_fn(scale, 1.0 - level))}
+                    )  # fmt: skip
     return rows
 
 
@@ -269,25 +245,29 @@ def main():
         print(label, "done", f"{time.perf_counter() - t0:.0f} s", flush=True)
     sums = sum_rows(dp, reps_prior // 4, rng)
     worst = max(abs(r["z"]) for r in prior + sums)
+    over3 = sum(abs(r["z"]) > 3 for r in prior + sums)
     body = [
         "# Intervals in one call: coverage, width and cost on OpenDP releases",
         "",
         "`pymc_dpnoise.intervals.count_intervals` / `sum_intervals` on releases made by OpenDP "
         "0.16 (vector measurements applied to the true counts; noise and clamp read from the "
-        "measurement).  Equal-tailed intervals; `mass` is each interval's posterior probability "
-        "(at least the level, more when the posterior sits on few integers).  Tumult and "
-        "python-dp are not installed here (see the script's docstring).",
+        "measurement).  Two rules: HPD (the default) and equal-tailed; `mass` is each interval's "
+        "posterior probability (at least the level, more when the posterior sits on few "
+        "integers).  Tumult and python-dp are not installed here (see the script's docstring).",
         "",
-        "## 1. Counts drawn from the prior (flat on 0..200, `n=200`)",
+        f"## 1. Counts drawn from the prior (flat on 0..{N_PRIOR}, `n={N_PRIOR}`)",
         "",
-        "Coverage must equal `E[mass]` (exact Bayesian calibration): z = (coverage - E[mass]) / se. "
-        f"Largest |z| over all rows here and in section 4: **{worst:.2f}** "
-        f"({len(prior) + len(sums)} rows; under calibration |z| > 3 has probability ~0.3% per row).",
+        "Coverage must equal `E[mass]` (exact Bayesian calibration): z = (coverage - E[mass]) / "
+        "se, se = sqrt(mean(mass (1 - mass)) / releases) (each release covers with probability "
+        "its interval's mass; with sigma = 0.5 nearly every mass is 1 and so is the coverage)"
+        f".  Largest |z| over the {len(prior) + len(sums)} rows here and in section 4: "
+        f"**{worst:.2f}**; rows with |z| > 3: {over3} (under calibration about 0.3% of rows).",
         "",
         md_table(
             prior,
             [
                 ("scenario", "OpenDP release"),
+                ("rule", "rule"),
                 ("level", "level"),
                 ("reps", "releases"),
                 ("coverage", "coverage"),
@@ -298,11 +278,14 @@ def main():
         ),
         "## 2. Fixed true counts, default prior (flat on all counts >= 0)",
         "",
-        "Frequentist coverage of the credible interval next to OpenDP's accuracy interval "
-        "`z +- accuracy` (`opendp.accuracy`, alpha = 1 - level), and the median width `hi - lo` "
-        "against OpenDP's `2 * accuracy`.  At count 0 with the `u32` clamp most releases are the "
-        "atom 0 and the interval is `[0, hi]`: coverage is near 1 and the interval is about half "
-        "of OpenDP's; OpenDP's accuracy ignores the clamp and the prior.",
+        f"{reps_fixed:,} releases per row.  Frequentist coverage of the credible intervals (HPD, "
+        "the default, and equal-tailed) next to OpenDP's accuracy interval `z +- accuracy` "
+        "(`opendp.accuracy`, alpha = 1 - level), and the median widths `hi - lo` against "
+        "OpenDP's `2 * accuracy` (binomial se of a coverage p: sqrt(p(1-p)/releases), at most "
+        f"{0.5 / math.sqrt(reps_fixed):.4f}).  OpenDP's interval ignores the clamp and that "
+        "counts are >= 0; the credible intervals use both, so near 0 they are narrower and their "
+        "frequentist coverage is not the level: the equal-tailed rule leaves 0 out when the "
+        "posterior piles up there.",
         "",
         md_table(
             fixed,
@@ -310,19 +293,20 @@ def main():
                 ("scenario", "OpenDP release"),
                 ("count", "true count"),
                 ("level", "level"),
-                ("coverage", "coverage"),
-                ("se", "se"),
+                ("hpd_coverage", "HPD coverage"),
+                ("et_coverage", "equal-tailed coverage"),
                 ("opendp_coverage", "OpenDP interval coverage"),
-                ("width_median", "median width"),
+                ("hpd_width", "HPD median width"),
+                ("et_width", "equal-tailed median width"),
                 ("opendp_width", "OpenDP width"),
             ],
         ),
         "## 3. Cost",
         "",
-        f"`count_intervals(z, meas, 0.95)`: median over {batches} batches of 1,000 releases "
-        "(ms per release), and the median of 30 calls with one release (ms per call, including "
-        "reading the measurement).  Wall time on a shared, loaded 2-core machine (load average "
-        "below): compare rows within this run only.",
+        f"`count_intervals(z, meas, 0.95)` (HPD): median over {batches} batches of 1,000 "
+        "releases (ms per release), and the median of 30 calls with one release (ms per call, "
+        "including reading the measurement).  Wall time on a shared, loaded 2-core machine (load "
+        "average below): compare rows within this run only.",
         "",
         md_table(
             timing,
@@ -340,6 +324,7 @@ def main():
             sums,
             [
                 ("scenario", "OpenDP noise step"),
+                ("rule", "rule"),
                 ("level", "level"),
                 ("reps", "releases"),
                 ("coverage", "coverage"),
@@ -350,13 +335,8 @@ def main():
             ],
         ),
     ]
-    write_results(
-        "intervals",
-        info,
-        "\n".join(body),
-        {"prior": prior, "fixed": fixed, "timing": timing, "sums": sums},
-        t0,
-    )
+    data = {"prior": prior, "fixed": fixed, "timing": timing, "sums": sums}
+    write_results("intervals", info, "\n".join(body), data, t0)
 
 
 if __name__ == "__main__":
