@@ -58,72 +58,35 @@ def opendp():
 
 
 def count_measurements(dp):
-    """(label, measurement, OpenDP accuracy function, integer?) per scenario."""
+    """(label, measurement, OpenDP accuracy function, scale, integer?) per scenario."""
     from opendp import accuracy as acc
 
-    out = []
-    for scale in (0.5, 2.0, 10.0, 50.0):
-        meas = dp.m.make_laplace(
-            dp.vector_domain(dp.atom_domain(T="u32")), dp.l1_distance(T="u32"), scale=scale
+    def vec(T):
+        return dp.vector_domain(
+            dp.atom_domain(T=T) if T != "f64" else dp.atom_domain(T=T, nan=False)
         )
-        out.append(
-            (
-                f"make_laplace u32 (DL, clamp 0) b={scale:g}",
-                meas,
-                acc.discrete_laplacian_scale_to_accuracy,
-                scale,
-                True,
-            )
-        )
-    for scale in (0.5, 2.0, 10.0, 50.0):
-        meas = dp.m.make_gaussian(
-            dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale=scale
-        )
-        out.append(
-            (
-                f"make_gaussian i64 (DG) s={scale:g}",
-                meas,
-                acc.discrete_gaussian_scale_to_accuracy,
-                scale,
-                True,
-            )
-        )
-    meas = dp.m.make_geometric(
-        dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64"), scale=5.0
-    )
-    out.append(
-        ("make_geometric i64 (DL) b=5", meas, acc.discrete_laplacian_scale_to_accuracy, 5.0, True)
-    )
-    for scale in (2.0, 10.0):
-        meas = dp.m.make_laplace(
-            dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-            dp.l1_distance(T=float),
-            scale=scale,
-        )
-        out.append(
-            (
-                f"make_laplace f64 (Laplace) b={scale:g}",
-                meas,
-                acc.laplacian_scale_to_accuracy,
-                scale,
-                False,
-            )
-        )
-        meas = dp.m.make_gaussian(
-            dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-            dp.l2_distance(T=float),
-            scale=scale,
-        )
-        out.append(
-            (
-                f"make_gaussian f64 (Gaussian) s={scale:g}",
-                meas,
-                acc.gaussian_scale_to_accuracy,
-                scale,
-                False,
-            )
-        )
-    return out
+
+    dl, dg = acc.discrete_laplacian_scale_to_accuracy, acc.discrete_gaussian_scale_to_accuracy
+    table = [
+        ("make_laplace u32 (DL, clamp 0) b", dp.m.make_laplace, "u32", dp.l1_distance, dl, s)
+        for s in (0.5, 2.0, 10.0, 50.0)
+    ]
+    table += [
+        ("make_gaussian i64 (DG) s", dp.m.make_gaussian, "i64", dp.l2_distance, dg, s)
+        for s in (0.5, 2.0, 10.0, 50.0)
+    ]
+    table += [("make_geometric i64 (DL) b", dp.m.make_geometric, "i64", dp.l1_distance, dl, 5.0)]
+    for s in (2.0, 10.0):
+        table += [
+            ("make_laplace f64 (Laplace) b", dp.m.make_laplace, "f64", dp.l1_distance,
+             acc.laplacian_scale_to_accuracy, s),
+            ("make_gaussian f64 (Gaussian) s", dp.m.make_gaussian, "f64", dp.l2_distance,
+             acc.gaussian_scale_to_accuracy, s),
+        ]  # fmt: skip
+    return [
+        (f"{label}={s:g}", make(vec(T), metric(T=T), scale=s), acc_fn, s, T != "f64")
+        for label, make, T, metric, acc_fn, s in table
+    ]
 
 
 def release(meas, counts, integer):
@@ -227,14 +190,16 @@ def sum_rows(dp, reps, rng):
     return rows
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke test: fewer releases")
     ap.add_argument("--seed", type=int, default=20261207)
-    args = ap.parse_args()
-    t0 = time.perf_counter()
-    info = machine_info()
-    dp = opendp()
+    return ap.parse_args()
+
+
+def main():
+    t0, info, dp = time.perf_counter(), machine_info(), opendp()
+    args = parse_args()
     rng = np.random.default_rng(args.seed)
     reps_prior, reps_fixed, batches = (2000, 1000, 3) if args.quick else (20000, 10000, 15)
     prior, fixed, timing = [], [], []

@@ -301,6 +301,16 @@ def _releases(releases, discrete):
     return arr
 
 
+def _arguments(releases, noise, level, interval, d_in):
+    """The checked arguments both functions share: spec, clamp read, kind, level, rule,
+    releases (float64) and the noise parameter per release."""
+    spec, clamp = _read_noise(noise, d_in)
+    kind = type(spec)
+    level, interval = _level(level), _interval(interval)
+    z = _releases(releases, kind.discrete)
+    return spec, clamp, kind, level, interval, z, _param(spec, z.shape)
+
+
 def _param(noise, shape):
     p = np.asarray(noise.param, dtype="float64")
     try:
@@ -555,12 +565,7 @@ def count_intervals(
     >>> iv.lo.tolist(), iv.hi.tolist(), iv.median.tolist()
     ([38, 1], [42, 5], [40, 3])
     """
-    spec, clamp = _read_noise(noise, d_in)
-    kind = type(spec)
-    level = _level(level)
-    interval = _interval(interval)
-    z = _releases(releases, kind.discrete)
-    p = _param(spec, z.shape)
+    spec, clamp, kind, level, interval, z, p = _arguments(releases, noise, level, interval, d_in)
     lower, upper = _clamp(clamp, lower, upper, kind.discrete, z)
     log_prior, n_max, words = _prior(prior, n)
     flat = z.ravel()
@@ -695,12 +700,7 @@ def sum_intervals(
     >>> [round(float(v), 2) for v in iv.lo], [round(float(v), 2) for v in iv.hi]
     ([480.04, 0.0], [539.96, 29.96])
     """
-    spec, _ = _read_noise(noise, d_in)
-    kind = type(spec)
-    level = _level(level)
-    interval = _interval(interval)
-    z = _releases(releases, kind.discrete)
-    p = _param(spec, z.shape)
+    spec, _, kind, level, interval, z, p = _arguments(releases, noise, level, interval, d_in)
     n = _number("n", n, integer=True, allow_none=False)
     if n < 1:
         raise ValueError(f"`n` must be >= 1; got {n:g}")

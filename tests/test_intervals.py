@@ -339,84 +339,49 @@ def test_opendp_measurements_are_read_with_their_clamp():
 # -- bad input ------------------------------------------------------------------------------
 
 
+DL1 = noise.DiscreteLaplace(1.0)
+
+
 @pytest.mark.parametrize(
-    "call, err, match",
+    "releases, spec, kw, err, match",
     [
-        (lambda: count_intervals([1.5], noise.DiscreteLaplace(1.0)), ValueError, "`releases`"),
-        (lambda: count_intervals([np.nan], noise.Laplace(1.0)), ValueError, "releases"),
-        (lambda: count_intervals(["a"], noise.Laplace(1.0)), TypeError, "`releases`"),
-        (lambda: count_intervals([1], "laplace"), TypeError, "`noise`"),
-        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), 1.0), ValueError, "`level`"),
-        (
-            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), prior="jeffreys"),
-            ValueError,
-            "`prior`",
-        ),
-        (
-            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), prior=[-1, 2]),
-            ValueError,
-            "`prior`",
-        ),
-        (
-            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), prior=[1, 2], n=3),
-            ValueError,
-            "`n`",
-        ),
-        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), n=-1), ValueError, "`n`"),
-        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), n=2.5), ValueError, "`n`"),
-        (
-            lambda: count_intervals([-1], noise.DiscreteLaplace(1.0), lower=0),
-            ValueError,
-            "`releases` below",
-        ),
-        (
-            lambda: count_intervals([9], noise.DiscreteLaplace(1.0), upper=5),
-            ValueError,
-            "`releases` above",
-        ),
-        (lambda: count_intervals([5], noise.DiscreteLaplace(1.0), upper=5), ValueError, "give `n`"),
-        (
-            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), lower=3, upper=3),
-            ValueError,
-            "`lower`",
-        ),
-        (
-            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), lower=0.5),
-            ValueError,
-            "`lower`",
-        ),
-        (lambda: count_intervals([1], noise.DiscreteLaplace(1.0), d_in=1), ValueError, "`d_in`"),
-        (
-            lambda: count_intervals([1], noise.DiscreteLaplace(1.0), interval="central"),
-            ValueError,
-            "`interval`",
-        ),
-        (lambda: count_intervals([1], noise.DiscreteLaplace(1e6)), ValueError, "MAX_GRID"),
-        (
-            lambda: count_intervals([1, 2], noise.DiscreteLaplace([1.0, 2.0, 3.0])),
-            ValueError,
-            "broadcast",
-        ),
-        (
-            lambda: sum_intervals([1.0], noise.Laplace(1.0), n=0, lower=0, upper=1),
-            ValueError,
-            "`n`",
-        ),
-        (
-            lambda: sum_intervals([1.0], noise.Laplace(1.0), n=3, lower=2, upper=1),
-            ValueError,
-            "`lower`",
-        ),
-        (
-            lambda: sum_intervals([1.0], noise.Laplace(1.0), n=3, lower=None, upper=1),
-            ValueError,
-            "`lower`",
-        ),
+        ([1.5], DL1, {}, ValueError, "`releases`"),
+        ([np.nan], noise.Laplace(1.0), {}, ValueError, "releases"),
+        (["a"], noise.Laplace(1.0), {}, TypeError, "`releases`"),
+        ([1], "laplace", {}, TypeError, "`noise`"),
+        ([1], DL1, {"level": 1.0}, ValueError, "`level`"),
+        ([1], DL1, {"prior": "jeffreys"}, ValueError, "`prior`"),
+        ([1], DL1, {"prior": [-1, 2]}, ValueError, "`prior`"),
+        ([1], DL1, {"prior": [1, 2], "n": 3}, ValueError, "`n`"),
+        ([1], DL1, {"n": -1}, ValueError, "`n`"),
+        ([1], DL1, {"n": 2.5}, ValueError, "`n`"),
+        ([-1], DL1, {"lower": 0}, ValueError, "`releases` below"),
+        ([9], DL1, {"upper": 5}, ValueError, "`releases` above"),
+        ([5], DL1, {"upper": 5}, ValueError, "give `n`"),
+        ([1], DL1, {"lower": 3, "upper": 3}, ValueError, "`lower`"),
+        ([1], DL1, {"lower": 0.5}, ValueError, "`lower`"),
+        ([1], DL1, {"d_in": 1}, ValueError, "`d_in`"),
+        ([1], DL1, {"interval": "central"}, ValueError, "`interval`"),
+        ([1], noise.DiscreteLaplace(1e6), {}, ValueError, "MAX_GRID"),
+        ([1, 2], noise.DiscreteLaplace([1.0, 2.0, 3.0]), {}, ValueError, "broadcast"),
     ],
 )
-def test_bad_input_names_the_argument(call, err, match):
+def test_bad_input_names_the_argument(releases, spec, kw, err, match):
     with pytest.raises(err, match=match):
-        call()
+        count_intervals(releases, spec, **kw)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"n": 0, "lower": 0, "upper": 1}, "`n`"),
+        ({"n": 3, "lower": 2, "upper": 1}, "`lower`"),
+        ({"n": 3, "lower": None, "upper": 1}, "`lower`"),
+    ],
+)
+def test_bad_sum_input_names_the_argument(kw, match):
+    with pytest.raises(ValueError, match=match):
+        sum_intervals([1.0], noise.Laplace(1.0), **kw)
 
 
 def test_a_noise_kind_of_ones_own_is_refused():
