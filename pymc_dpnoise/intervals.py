@@ -453,8 +453,7 @@ def _summaries(c, logpost, width, level, interval):
     if interval == "equal-tailed":
         lo, hi = quantile((1 - level) / 2), quantile(1 - (1 - level) / 2)
     else:  # the most probable counts until their mass reaches the level, and their hull
-        order = np.argsort(-post, axis=1, kind="stable")
-        ranked = np.take_along_axis(post, order, axis=1)
+        ranked = np.sort(post, axis=1)[:, ::-1]  # only the values: ties are kept below
         k = np.minimum(np.argmax(np.cumsum(ranked, axis=1) >= level, axis=1), last)
         keep = post >= ranked[rows, k][:, None]  # ties at the threshold are all kept
         lo = np.where(keep, c, np.inf).min(axis=1).astype("int64")
