@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -390,3 +391,44 @@ def test_a_noise_kind_of_ones_own_is_refused():
 
     with pytest.raises(TypeError, match="`noise` must be one of"):
         count_intervals([1], Mine(1.0))
+
+
+# -- any input: intervals that make sense, or an error that names the argument -----------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SPEC_KINDS = (noise.DiscreteLaplace, noise.RoundedLaplace, noise.DiscreteGaussian)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    kind=st.sampled_from(SPEC_KINDS + (noise.Laplace, noise.Gaussian)),
+    scale=st.floats(1e-3, 300.0),
+    releases=st.lists(st.integers(-(10**7), 10**7), min_size=1, max_size=4),
+    n=st.one_of(st.none(), st.integers(-2, 10**4)),
+    clamp=st.one_of(st.none(), st.integers(-5, 50)),
+    level=st.floats(0.01, 0.999),
+    rule=st.sampled_from(("hpd", "equal-tailed")),
+)
+def test_any_input_gives_sensible_intervals_or_a_named_error(
+    kind, scale, releases, n, clamp, level, rule
+):
+    z = np.asarray(releases)
+    kw = {"n": n, "interval": rule}
+    if clamp is not None:
+        kw["lower"] = clamp
+        z = np.maximum(z, clamp)
+    try:
+        iv = count_intervals(z, kind(scale), level, **kw)
+    except (ValueError, TypeError) as err:
+        assert re.search(r"`[a-z_]+`", str(err)), err  # names the argument
+        return
+    top = np.inf if n is None else n
+    for v in (iv.lo, iv.hi, iv.median, iv.mean, iv.mass):
+        assert np.all(np.isfinite(v))
+    assert np.all((0 <= iv.lo) & (iv.lo <= iv.hi) & (iv.hi <= top))
+    assert np.all((0 <= iv.median) & (iv.median <= top) & (0 <= iv.mean) & (iv.mean <= top))
+    if rule == "equal-tailed":  # (an HPD interval need not hold the median)
+        assert np.all((iv.lo <= iv.median) & (iv.median <= iv.hi))
+    assert np.all((iv.mass >= level - 1e-9) & (iv.mass <= 1 + 1e-9))
