@@ -4,8 +4,8 @@ For someone who has a table of noisy counts from OpenDP, Tumult, Google's DP lib
 Census and wants an interval for every cell, :func:`count_intervals` computes the exact
 posterior of each true count under a stated default prior, on a grid of integers that
 provably holds its mass, and returns credible intervals (highest posterior density by
-default, or equal-tailed) with the posterior mean
-and median; :func:`sum_intervals` does the same for a sum of ``n`` values clamped to
+default, or equal-tailed) with the posterior mean and median; :func:`sum_intervals` does the
+same for a sum of ``n`` values clamped to
 ``[lower, upper]``.
 
 The posterior
@@ -54,7 +54,8 @@ Two rules, each with posterior probability (``mass``, returned) at least ``level
 * ``interval="hpd"`` (the default), highest posterior density: the most probable counts,
   taken in order of probability until their mass reaches ``level`` (ties at the last
   probability all kept), and ``[lo, hi]`` their hull.  The posterior is unimodal (log-concave)
-  under the flat prior, so the hull adds nothing; it is the shortest such interval.
+  under the flat prior, so the hull adds nothing; up to ties it is the shortest such
+  interval (a flat stretch of posterior, as above a release at ``upper``, is kept whole).
 * ``interval="equal-tailed"``: ``lo`` is the smallest :math:`c` with :math:`P(C \le c \mid
   z) \ge \alpha/2` and ``hi`` the smallest with :math:`P(C \le c \mid z) \ge 1 - \alpha/2`,
   :math:`\alpha = 1 -` ``level``: each tail outside holds at most :math:`\alpha/2`.
@@ -64,8 +65,8 @@ differ at the bound 0, where small counts live: when the posterior piles up at 0
 equal-tailed interval still puts :math:`\alpha/2` of it below ``lo`` and so leaves 0 out, and a
 count that truly is 0 is rarely covered (for discrete Laplace noise of scale 50, never at
 level 0.9: ``benchmarks/results/intervals.md``); the HPD interval starts at 0 there.  Hence
-the default.  Both use :math:`\mathrm{mass} \ge \text{level}` (more when the posterior sits on
-a few integers); the median is the equal-tailed rule at :math:`\alpha = 1`.
+the default.  Both have :math:`\mathrm{mass} \ge \text{level}` (more when the posterior sits
+on a few integers); the median is the equal-tailed rule at :math:`\alpha = 1`.
 
 Averaged over true counts drawn from the prior, the posterior probability of a region is its
 coverage, so an interval covers the truth with probability ``E[mass]`` (at least ``level``)
