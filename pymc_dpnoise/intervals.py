@@ -1,12 +1,12 @@
-r"""Credible intervals for released counts and sums in one call: no model, no MCMC.
+r"""Credible intervals for released counts, sums and means in one call: no model, no MCMC.
 
 For someone who has a table of noisy counts from OpenDP, Tumult, Google's DP library or the
 Census and wants an interval for every cell, :func:`count_intervals` computes the exact
 posterior of each true count under a stated default prior, on a grid of integers that
 provably holds its mass, and returns credible intervals (highest posterior density by
 default, or equal-tailed) with the posterior mean and median; :func:`sum_intervals` does the
-same for a sum of ``n`` values clamped to
-``[lower, upper]``.
+same for a sum of ``n`` values clamped to ``[lower, upper]``, :func:`mean_intervals` for a
+mean released as a noisy sum and a noisy count.
 
 The posterior
 -------------
@@ -84,8 +84,9 @@ n\,\mathrm{upper}]`.  With continuous noise :math:`S` is real and its posterior 
 n\,\mathrm{lower}]`: quantiles by bisection on the noise's log CDF (exact to rounding, any
 release however far outside the range), the mean in closed form.  With integer noise (a sum
 of integers) it is the count posterior above, shifted to start at :math:`n\,\mathrm{lower}`.
-A *mean* released as a noisy sum over a noisy count needs both releases jointly: model it
-with the package's sum and count likelihoods.
+A *mean* released as a noisy sum over a noisy count needs both releases jointly:
+:func:`mean_intervals` sums the count out exactly over its grid, with the count flat and the
+mean uniform on ``[lower, upper]`` a priori (equal-tailed intervals).
 
 Examples
 --------
@@ -123,7 +124,7 @@ from .noise import (
 )
 from .validation import check_finite
 
-__all__ = ["Intervals", "count_intervals", "noise_radius", "sum_intervals"]
+__all__ = ["Intervals", "count_intervals", "mean_intervals", "noise_radius", "sum_intervals"]
 
 #: the noise kinds read here (their NumPy log densities and CDFs are below)
 KINDS = (Laplace, DiscreteLaplace, RoundedLaplace, Gaussian, DiscreteGaussian)
@@ -748,3 +749,159 @@ def sum_intervals(
     out = {"lo": lo, "hi": hi, "mean": mean, "median": median, "mass": np.full(flat.shape, level)}
     shaped = {k: v.reshape(z.shape) for k, v in out.items()}
     return Intervals(**shaped, level=level, noise=spec, prior=words)
+
+
+# -- means: a noisy sum over a noisy count --------------------------------------------------------
+
+
+def _widen_for_the_sum(a, width, zs, r_count, lo_v, up_v, n_max):
+    """The count grid, widened to hold the joint posterior of the count: up to the count
+    ``c_s`` whose range ``[c lower, c upper]`` first reaches the sum release, plus the count
+    noise's radius beyond it (past ``c_s`` the sum allows every count and the count's
+    likelihood falls as the count noise does).  The edges are checked afterwards."""
+    top = a + width - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if up_v > 0:  # fewest counts whose range reaches zs: c upper >= zs
+            reach = np.minimum(np.ceil(zs / up_v) + r_count + 1.0, n_max)
+            top = np.where(zs > 0, np.maximum(top, reach), top)
+        if lo_v > 0:  # most counts whose range reaches zs: c lower <= zs
+            reach = np.maximum(np.floor(zs / lo_v) - r_count - 1.0, 1.0)
+            a = np.where(zs > 0, np.minimum(a, reach), a)
+    width = top - a + 1.0
+    if np.any(width > MAX_GRID):
+        raise ValueError(
+            f"the sum and count releases need a grid of {np.max(width):.3g} counts (more than "
+            f"MAX_GRID={MAX_GRID}): they disagree by far more than their noise"
+        )
+    return a, width
+
+
+def mean_intervals(
+    sum_releases,
+    count_releases,
+    sum_noise,
+    count_noise,
+    level=0.95,
+    *,
+    lower,
+    upper,
+    n=None,
+    count_lower=None,
+    count_upper=None,
+) -> Intervals:
+    r"""Equal-tailed credible intervals for the mean behind a released noisy sum and count.
+
+    The releases are :math:`z_S = S + N_S`, :math:`S` the sum of :math:`c` values each
+    clamped to ``[lower, upper]``, and :math:`z_C = \mathrm{clamp}(c + N_C)`; the mean is
+    :math:`\mu = S/c`.  The prior: the count :math:`c` flat on :math:`\{1, \dots, n\}`
+    (:math:`n = \infty` unless given) and, independently, the mean uniform on ``[lower,
+    upper]`` (so :math:`S = c\mu` is uniform on :math:`[c\,\mathrm{lower}, c\,\mathrm{upper}]`
+    given :math:`c`).  Then
+
+    .. math::
+
+       P(\mu \le t \mid z_S, z_C) \propto \sum_{c \ge 1} \frac{L_C(c)}{c}\,
+       P(z_S - c\,t \le N_S \le z_S - c\,\mathrm{lower}),
+
+    with :math:`L_C` the count's likelihood (:func:`count_intervals`), a sum over the count's
+    grid of exact noise probabilities (no sampling; quantiles by bisection in :math:`t`).
+    The count's grid is the one that holds the count posterior; if the sum release pulls
+    the count outside it (releases that disagree by many noise scales) the result is refused
+    rather than truncated.  The sum's noise must be continuous (Laplace or Gaussian).
+
+    Parameters
+    ----------
+    sum_releases, count_releases : array_like
+        The released noisy sums and counts (broadcast together).
+    sum_noise, count_noise : Noise or OpenDP Measurement
+        The specs (or measurements) of the two releases.
+    level : float
+        Credible level in (0, 1).
+    lower, upper : float
+        Each value's clamp.
+    n : int, optional
+        The largest possible count.
+    count_lower, count_upper : int, optional
+        The count release's clamp (read from an OpenDP count measurement).
+
+    Examples
+    --------
+    >>> from pymc_dpnoise import noise
+    >>> iv = mean_intervals([450.0], [90], noise.Laplace(10.0), noise.DiscreteLaplace(2.0),
+    ...                     lower=0.0, upper=10.0)
+    >>> round(float(iv.lo[0]), 3), round(float(iv.hi[0]), 3), round(float(iv.median[0]), 3)
+    (4.57, 5.487, 5.003)
+    """
+    s_spec, _ = _read_noise(sum_noise, None)
+    if type(s_spec).discrete:
+        raise TypeError(
+            f"`sum_noise` must be continuous (Laplace or Gaussian) for a mean; got {s_spec!r}"
+        )
+    spec, clamp, kind, level, _, zc = _arguments(count_releases, count_noise, level, "hpd", None)[
+        :6
+    ]
+    zs = _releases(sum_releases, False)
+    try:
+        shape = np.broadcast_shapes(zs.shape, zc.shape)
+    except ValueError:
+        raise ValueError(
+            f"`sum_releases` {zs.shape} and `count_releases` {zc.shape} do not broadcast"
+        ) from None
+    zs, zc = np.broadcast_to(zs, shape).ravel(), np.broadcast_to(zc, shape).ravel()
+    pc, ps = _param(spec, shape), _param(s_spec, shape)
+    lo_v = _number("lower", lower, allow_none=False)
+    up_v = _number("upper", upper, allow_none=False)
+    if not lo_v < up_v:
+        raise ValueError(f"`lower` must be < `upper`; got {lo_v} and {up_v}")
+    c_low, c_up = _clamp(clamp, count_lower, count_upper, kind.discrete, zc.reshape(shape))
+    _, n_max, _ = _prior("flat", n)
+    if n_max < 1:
+        raise ValueError(f"`n` must be >= 1 for a mean; got {n}")
+    a, width, atom = _windows(zc, kind, pc, c_low, c_up, n_max, False)
+    r_count = noise_radius(type(spec)(pc)).astype("float64")
+    a, width = _widen_for_the_sum(a, width, zs, r_count, lo_v, up_v, n_max)
+    c, logw = _block_posteriors(kind, zc, pc, a, width, atom, c_low, c_up, None, n_max)
+    s_kind = type(s_spec)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cc = np.maximum(c, 1.0)
+        zs2, ps2 = zs[:, None], ps[:, None]
+        log_slice = _log_between(s_kind, zs2 - cc * up_v, zs2 - cc * lo_v, ps2)
+        logw = np.where(c >= 1, logw + log_slice - np.log(cc), -np.inf)
+        logw -= np.max(logw, axis=1, keepdims=True)
+        logw -= np.log(np.sum(np.exp(logw), axis=1, keepdims=True))
+    rows = np.arange(zc.size)
+    last = (width - 1).astype("int64")
+    inside = (a > 1) & (logw[rows, 0] > _EDGE_LOG_MASS) | (a + width - 1 < n_max) & (
+        logw[rows, last] > _EDGE_LOG_MASS
+    )
+    if np.any(inside):
+        raise ValueError(
+            "the sum and count releases disagree by many noise scales (the sum needs counts "
+            "the count release excludes): no mean interval for "
+            f"`sum_releases`={zs[inside][:3]}, `count_releases`={zc[inside][:3]}"
+        )
+    w = np.exp(logw)
+
+    def cdf(t):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            part = _log_between(s_kind, zs2 - cc * t[:, None], zs2 - cc * lo_v, ps2) - log_slice
+        return np.sum(np.where(w > 0, w * np.exp(part), 0.0), axis=1)
+
+    def quantile(q):
+        return _bisect(lambda t: cdf(t) >= q, np.full(zs.size, lo_v), np.full(zs.size, up_v))
+
+    alpha = 1.0 - level
+    with np.errstate(invalid="ignore"):
+        cond = (zs2 - _truncated_mean(s_kind, zs2 - cc * up_v, zs2 - cc * lo_v, ps2)) / cc
+    mean = np.sum(np.where(w > 0, w * cond, 0.0), axis=1)
+    out = {
+        "lo": quantile(alpha / 2),
+        "hi": quantile(1 - alpha / 2),
+        "mean": mean,
+        "median": quantile(0.5),
+        "mass": np.full(zs.size, level),
+    }
+    words = f"count flat on 1..{n_max:g}, mean uniform on [{lo_v:g}, {up_v:g}], independent"
+    return Intervals(
+        **{k: v.reshape(shape) for k, v in out.items()}, level=level, noise=s_spec, prior=words
+    )

@@ -21,7 +21,7 @@ import pytest
 from scipy import integrate, optimize, stats
 
 from pymc_dpnoise import noise
-from pymc_dpnoise.intervals import count_intervals, noise_radius, sum_intervals
+from pymc_dpnoise.intervals import count_intervals, mean_intervals, noise_radius, sum_intervals
 
 LEVELS = (0.5, 0.95)
 
@@ -432,3 +432,82 @@ def test_any_input_gives_sensible_intervals_or_a_named_error(
     if rule == "equal-tailed":  # (an HPD interval need not hold the median)
         assert np.all((iv.lo <= iv.median) & (iv.median <= iv.hi))
     assert np.all((iv.mass >= level - 1e-9) & (iv.mass <= 1 + 1e-9))
+
+
+# -- means ----------------------------------------------------------------------------------------
+
+
+def ref_mean(zs, zc, s_spec, c_spec, level, lo, up, c_lower=None):
+    """(lo, hi, median, mean) of the mean S/c by enumeration over c (flat on c >= 1, wide
+    window) and scipy's noise CDFs in m: P(mu <= t) is proportional to sum_c L_C(c)
+    (F(zs - c lo) - F(zs - c t)) / c (the difference from scipy's sf in the upper tail); the
+    mean from quad of m f(zs - c m) per c."""
+    ck, cp = type(c_spec), float(c_spec.param)
+    c = np.arange(1, int(max(zc, zs / up, 0)) + int(80 * cp) + 60)  # the count radius: ~50 cp
+    if c_lower is not None and zc == c_lower:
+        logl = ref_log_cdf_grid(ck, (c_lower - c)[::-1], cp)[::-1]
+    else:
+        logl = ref_log_pmf(ck, zc - c, cp)
+    wc = np.exp(logl - logl.max())
+    sd = (
+        stats.laplace(scale=s_spec.param)
+        if type(s_spec) is noise.Laplace
+        else stats.norm(scale=s_spec.param)
+    )
+
+    def between(t):
+        x1, x2 = zs - c * t, zs - c * lo  # P(x1 <= N <= x2), from the upper tail if x1 > 0
+        return np.where(x1 > 0, sd.sf(x1) - sd.sf(x2), sd.cdf(x2) - sd.cdf(x1))
+
+    def cdf(t):
+        return np.sum(wc * between(t) / c)
+
+    total = cdf(up)
+
+    def q(u):
+        return optimize.brentq(lambda t: cdf(t) / total - u, lo, up, xtol=1e-13)
+
+    def moment(k):  # the density in m peaks at zs / k (width: the noise's scale / k)
+        peak = [zs / k] if lo < zs / k < up else None
+        f = lambda m: m * sd.pdf(zs - k * m)  # noqa: E731
+        return integrate.quad(f, lo, up, points=peak, epsabs=0, epsrel=1e-11, limit=200)[0]
+
+    # the moments where the joint weight matters (relative 1e-22: far below the tolerance)
+    joint = wc * between(up) / c
+    keep = joint > 1e-22 * joint.max()
+    first = sum(w * moment(k) for k, w in zip(c[keep], wc[keep], strict=True))
+    a = 1 - level
+    return q(a / 2), q(1 - a / 2), q(0.5), first / total
+
+
+@pytest.mark.parametrize(
+    "s_spec, c_spec",
+    [
+        (noise.Laplace(10.0), noise.DiscreteLaplace(2.0)),
+        (noise.Gaussian(4.0), noise.DiscreteGaussian(3.0)),
+        (noise.Gaussian(30.0), noise.RoundedLaplace(0.5)),
+    ],
+    ids=str,
+)
+def test_mean_intervals_match_enumeration(s_spec, c_spec):
+    # (sum, count): interior; a count at the clamp 0; sums at and beyond the range's ends
+    zs = np.array([450.0, 20.0, 950.0, -30.0, 260.0])
+    zc = np.array([90, 0, 90, 40, 3])
+    iv = mean_intervals(zs, zc, s_spec, c_spec, 0.9, lower=0.0, upper=10.0, count_lower=0)
+    for i in range(zs.size):
+        want = ref_mean(zs[i], zc[i], s_spec, c_spec, 0.9, 0.0, 10.0, c_lower=0)
+        got = (iv.lo[i], iv.hi[i], iv.median[i], iv.mean[i])
+        # brentq to 1e-13 on [0, 10]; scipy's CDFs in linear space lose ~1e-12 in the sums
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
+        assert 0.0 <= iv.lo[i] <= iv.median[i] <= iv.hi[i] <= 10.0
+
+
+def test_mean_intervals_refuse_what_they_cannot_read():
+    with pytest.raises(TypeError, match="`sum_noise`"):
+        mean_intervals([5], [3], noise.DiscreteLaplace(1.0), DL1, lower=0, upper=2)
+    with pytest.raises(ValueError, match="disagree"):  # a sum of 1e9 needs c >= 1e8
+        mean_intervals([1e9], [90], noise.Laplace(1.0), DL1, lower=0.0, upper=10.0)
+    with pytest.raises(ValueError, match="`upper`"):
+        mean_intervals([5.0], [3], noise.Laplace(1.0), DL1, lower=1.0, upper=1.0)
+    with pytest.raises(ValueError, match="broadcast"):
+        mean_intervals([5.0, 6.0], [3, 4, 5], noise.Laplace(1.0), DL1, lower=0.0, upper=9.0)
