@@ -17,6 +17,8 @@ posterior_release
     of a discrete Bayesian network (Laplace and Fourier mechanisms on the count updates,
     posterior sampling, MAP by the exponential mechanism), the network structure
     (:class:`BayesNet`), and the noise-aware reading of a release (PyMC model, exact posterior).
+intervals
+    Credible intervals for released counts and sums in one call (exact on a grid, no model).
 privacy_check
     Empirical privacy checks (largest log-ratio of output frequencies on neighbours).
 math
@@ -94,6 +96,7 @@ SUBPACKAGES = (
     "noise",
     "mechanisms",
     "posterior_release",
+    "intervals",
     "privacy_check",
     "math",
     "distributions",
