@@ -39,16 +39,13 @@ VARIANTS = ("noise-aware", "naive")
 
 
 def worker(spec: dict) -> dict:
+    """One process: :func:`time_to_posterior.worker`'s README cell, split by stage."""
     sys.path.insert(0, str(HERE))
-    from time_to_posterior import cpu_now
+    import time_to_posterior as ttp
 
-    c0 = cpu_now()
+    c0 = ttp.cpu_now()
     import jax
-    import numpy as np
-    import pymc as pm
     import pymc.sampling.jax as pmjax
-
-    import pymc_dpnoise  # noqa: F401
 
     events: dict[str, float] = {}
 
@@ -57,14 +54,13 @@ def worker(spec: dict) -> dict:
         events[name + "#"] = events.get(name + "#", 0) + 1
 
     jax.monitoring.register_event_duration_secs_listener(on_event)
-
     stages: dict[str, float] = {}
 
     def timed(fn, label):
         def wrapper(*a, **k):
-            t = cpu_now()
+            t = ttp.cpu_now()
             out = fn(*a, **k)
-            stages[label] = stages.get(label, 0.0) + cpu_now() - t
+            stages[label] = stages.get(label, 0.0) + ttp.cpu_now() - t
             return out
 
         return wrapper
@@ -76,49 +72,24 @@ def worker(spec: dict) -> dict:
         ("_postprocess_samples", "postprocess"),
     ):
         setattr(pmjax, attr, timed(getattr(pmjax, attr), label))
-
-    sys.path.insert(0, str(HERE))
-    from time_to_posterior import build
-
-    c1 = cpu_now()
-    model = build("readme", spec["variant"] == "noise-aware")
-    c2 = cpu_now()
-    with model:
-        idata = pm.sample(
-            chains=2,
-            cores=1,
-            tune=spec["n"],
-            draws=spec["n"],
-            random_seed=1,
-            progressbar=False,
-            compute_convergence_checks=False,
-            nuts_sampler="numpyro",
-            nuts={"chain_method": "sequential"},
-        )
-    c3 = cpu_now()
-    res = {
-        "import": c1 - c0,
-        "build": c2 - c1,
-        "sample": c3 - c2,
-        "cpu": c3 - c0,
-        "stages": stages,
-        "jax_events": dict(events),
-        "post_mean_mu": float(np.asarray(idata.posterior["mu"]).mean()),
-    }
+    cell = dict(model="readme", variant=spec["variant"], sampler="numpyro")
+    res = ttp.worker(dict(cell, tune=spec["n"], draws=spec["n"]))
+    res.update(cpu=ttp.cpu_now() - c0, stages=stages, jax_events=dict(events))
     if spec.get("diagnose"):
-        res.update(_diagnose(model, spec["n"]))
+        res.update(_diagnose(spec["variant"] == "noise-aware", spec["n"]))
     return res
 
 
-def _diagnose(model, n):
+def _diagnose(noise_aware, n):
     """Leapfrog steps (warm-up and draws, both chains) and CPU-s per value + gradient."""
     import jax
     import numpy as np
+    from jax_per_gradient import _loop
     from numpyro.infer import MCMC, NUTS
     from pymc.sampling.jax import get_jaxified_logp
+    from time_to_posterior import build, cpu_now
 
-    from time_to_posterior import cpu_now
-
+    model = build("readme", noise_aware)
     logp = get_jaxified_logp(model, negative_logp=False)
     ip = model.initial_point()
     x0 = [jax.numpy.asarray(ip[v.name]) for v in model.value_vars]
@@ -135,70 +106,39 @@ def _diagnose(model, n):
         steps["warmup"] += int(np.sum(mcmc.get_extra_fields()["num_steps"]))
         mcmc.run(mcmc.post_warmup_state.rng_key, extra_fields=("num_steps",))
         steps["draws"] += int(np.sum(mcmc.get_extra_fields()["num_steps"]))
-
-    vg = jax.value_and_grad(lambda xs: logp(xs))
     loop = 2000
-
-    def run(xs):
-        def body(c):
-            i, acc = c
-            v, g = vg([x + 1e-9 * i for x in xs])
-            return i + 1, acc + v + sum(jax.numpy.sum(t) for t in g)
-
-        return jax.lax.while_loop(lambda c: c[0] < loop, body, (0, 0.0))[1]
-
-    f = jax.jit(run)
-    jax.block_until_ready(f(x0))
+    run = _loop(model, loop)
     per = []
     for _ in range(5):
         t = cpu_now()
-        jax.block_until_ready(f(x0))
+        run()
         per.append((cpu_now() - t) / loop)
     return {"steps": steps, "grad_cpu_s": statistics.median(per)}
 
 
-def run_case(spec: dict, cache: Path) -> dict:
-    from _common import run_worker, worker_env
-
-    t = time.perf_counter()
-    res, err = run_worker(__file__, spec, worker_env(cache))
-    if err:
-        return {"error": err}
-    res["wall"] = time.perf_counter() - t
-    return res
-
-
-def main():
+def main(args):
     sys.path.insert(0, str(HERE))
-    from _common import machine_info, md_table, write_results
+    from _common import machine_info, md_table, run_worker, worker_env, write_results
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--worker")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--n", type=int, default=1000, help="tune = draws")
-    ap.add_argument("--tag", default="")
-    ap.add_argument("--note", default="", help="paragraph added under the tables")
-    args = ap.parse_args()
-    if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
-        return
     t_start = time.perf_counter()
     info = machine_info()
     rows = []
+
+    def one(variant, rep, cache):
+        spec = dict(variant=variant, n=args.n, diagnose=rep == 0)
+        t = time.perf_counter()
+        res, err = run_worker(__file__, spec, worker_env(cache))
+        res = {"error": err} if err else dict(res, wall=time.perf_counter() - t)
+        res.update(variant=variant, rep=rep)
+        print(json.dumps(res), flush=True)
+        rows.append(res)
+
     with tempfile.TemporaryDirectory(prefix="npw_") as tmp:
         for v in VARIANTS:
-            res = run_case(dict(variant=v, n=args.n), Path(tmp) / v)
-            res.update(variant=v, rep="cold")
-            print(json.dumps(res), flush=True)
-            rows.append(res)
+            one(v, "cold", Path(tmp) / v)
         for rep in range(args.reps):
-            order = VARIANTS if rep % 2 == 0 else VARIANTS[::-1]
-            for v in order:
-                spec = dict(variant=v, n=args.n, diagnose=rep == 0)
-                res = run_case(spec, Path(tmp) / v)
-                res.update(variant=v, rep=rep)
-                print(json.dumps(res), flush=True)
-                rows.append(res)
+            for v in VARIANTS if rep % 2 == 0 else VARIANTS[::-1]:
+                one(v, rep, Path(tmp) / v)
     body = _report(rows, args, md_table)
     if args.note:
         body += "\n" + args.note.strip() + "\n"
@@ -245,7 +185,7 @@ def _report(rows, args, md_table):
             f"max {max(ratios):.3g}** over {len(ratios)} interleaved pairs.\n"
         )
     # stage medians per variant
-    keys = ["import", "build", "sample"]
+    keys = ["sample"]
     stage_keys = ["jaxify logp", "initial points", "numpyro MCMC", "postprocess"]
     ev_keys = [
         ("/jax/core/compile/jaxpr_trace_duration", "JAX tracing"),
@@ -255,7 +195,8 @@ def _report(rows, args, md_table):
     ]
     table = []
     for label, get in (
-        [(k, lambda r, k=k: r[k]) for k in keys]
+        [("imports + build", lambda r: r["cpu"] - r["sample"])]
+        + [(k, lambda r, k=k: r[k]) for k in keys]
         + [(k, lambda r, k=k: r["stages"].get(k, 0.0)) for k in stage_keys]
         + [
             (lab + " (wall s, all stages)", lambda r, k=k: r["jax_events"].get(k, 0.0))
@@ -311,4 +252,14 @@ def _report(rows, args, md_table):
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", help="(internal) run one process's cell")
+    parser.add_argument("--reps", type=int, default=5, help="warm processes per variant")
+    parser.add_argument("--n", type=int, default=1000, help="tune = draws")
+    parser.add_argument("--tag", default="", help="results file numpyro_warm.TAG.md")
+    parser.add_argument("--note", default="", help="paragraph added under the tables")
+    cli = parser.parse_args()
+    if cli.worker:
+        print(json.dumps(worker(json.loads(cli.worker))))
+    else:
+        main(cli)
