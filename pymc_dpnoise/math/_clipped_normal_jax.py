@@ -20,8 +20,9 @@ interval is evaluated at its bound and moved by its distance from it over s (sam
 derivatives), so that the formulas run once per distinct clipped report (every report outside
 the interval is one of the two bounds), one elementwise pass gathered into the reports' order
 (or, when few reports are alike, one pass in their order and no gathers); the two normal
-CDFs per value are computed in one materialised array (``optimization_barrier``), so that
-the loops for the log density and its two derivatives do not each compute them again.  That choice is made under ``lax.cond``,
+CDFs per value are computed in one materialised array, by a loop XLA runs on one thread
+(:func:`_one_thread`), so that the loops for the log density and its two derivatives do
+not each compute them again.  That choice is made under ``lax.cond``,
 which runs one branch; elsewhere, and with per-report parameters, the log-space forms run:
 the reports are split when the function is built into those inside the interval and those
 outside, the parameter-only terms are computed once, and reports outside the interval cost
@@ -32,7 +33,8 @@ density a sampler makes (initial point, warm-up, sampling) trace the kernel once
 density is a ``jax.custom_jvp`` function of (μ, σ) whose JVP is the closed-form
 :math:`\partial/\partial\mu`, :math:`\partial/\partial\sigma`, computed with the value in
 one pass, so that a JAX sampler differentiating the model's log density gets those instead of
-differentiating the formulas.
+differentiating the formulas; the formulas themselves are one jitted function behind a
+``custom_jvp`` of their own (:func:`_opaque`), which the value and the JVP share.
 """
 
 from __future__ import annotations
@@ -278,6 +280,24 @@ def _fast_ok(eps, q):
     )
 
 
+def _one_thread(x, probe):
+    """``x`` (2-d) materialised once, by a loop XLA's CPU backend runs on one thread.
+
+    Materialised: without it XLA computes ``x`` again in each of the loops for the three
+    outputs.  One thread: XLA's CPU backend splits a costly elementwise loop over its thread
+    pool, and at a few thousand values the hand-off costs more CPU time than it saves
+    (``benchmarks/results/xla_loop_overhead.md``); it does not split a loop that may write
+    a buffer in place, i.e. one that ends in a ``dynamic_update_slice`` whose offsets are
+    not known when compiling.  ``x`` is written into a buffer one column wider at offset
+    0 or -1 (``probe`` is NaN or not), both clamped to 0, and read back: the same values
+    as ``x``.
+    """
+    rows, cols = x.shape
+    off = -lax.convert_element_type(probe[0] != probe[0], jnp.int32)
+    buf = lax.dynamic_update_slice(jnp.zeros((rows, cols + 1)), x, (off, off))
+    return tuple(lax.optimization_barrier(buf)[:, :cols])
+
+
 def _inside_linear(ze, ea, eb, sigma, q):
     """The Numba kernel's ``_inside_linear`` (linear-space form, no branches) over vectors:
     ``ze`` = (z - mu) / sigma, ``ea`` = exp(-(z - a) / s), ``eb`` = exp(-eps) / ea."""
@@ -287,9 +307,7 @@ def _inside_linear(ze, ea, eb, sigma, q):
     fb = _INV_SQRT_2PI * jnp.exp(-0.5 * (be * be))
     f1 = jnp.exp(kap * (0.5 * kap - al))
     f2 = jnp.exp(kap * (0.5 * kap + be))
-    # materialised once: without the barrier XLA computes them again in each of the loops
-    # for the three outputs (README model, value and gradient: ~600 -> ~140 us, one run each)
-    c3, c4 = lax.optimization_barrier(_ndtr(jnp.stack([ze - kap, -ze - kap])))
+    c3, c4 = _one_thread(_ndtr(jnp.stack([ze - kap, -ze - kap])), kap)
     phz = _INV_SQRT_2PI * jnp.exp(-0.5 * (ze * ze))
     t3 = (f1 * ea) * (c3 - ca)
     t4 = (f2 * eb) * (c4 - cb)
@@ -311,6 +329,29 @@ def _outside(z, a, b, q, left):
 
     dist = np.where(left, a - z, z - b)
     return pick(q["out_lp"]) - dist / q["s"] - q["log_2s"], pick(q["out_dmu"]), pick(q["out_dsig"])
+
+
+def _opaque(f):
+    """``f`` jitted, behind a ``custom_jvp`` whose rule is ``f``'s own JVP (the same
+    derivatives as ``f``'s).
+
+    The value (``logp``) and its JVP call this one traced function, so a process traces the
+    formulas (both branches of their ``lax.cond``) once.  And when a sampler linearises the
+    JVP of the log density, JAX's partial evaluator binds a ``custom_jvp`` whose inputs are
+    all known as one call, where it walks a plain jitted function (and both branches of its
+    ``lax.cond``, twice) equation by equation.
+    """
+    f = jax.jit(f)
+
+    @jax.custom_jvp
+    def g(*args):
+        return f(*args)
+
+    @g.defjvp
+    def _g_jvp(primals, tangents):
+        return jax.jvp(f, primals, tangents)
+
+    return g
 
 
 def kernel(z, lower, upper, epsilon, grad):
@@ -407,6 +448,8 @@ def kernel(z, lower, upper, epsilon, grad):
                 lambda: _assemble(_log_space(mu, sigma, a, b, eps, take)),
             )
         return _assemble(_log_space(mu, sigma, a, b, eps, take))
+
+    full = _opaque(full)
 
     @jax.custom_jvp
     def logp(mu, sigma):
