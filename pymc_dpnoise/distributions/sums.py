@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
-from pymc.distributions.distribution import Distribution, SymbolicRandomVariable, _support_point
+from pymc.distributions.distribution import Distribution, _support_point
 from pymc.distributions.shape_utils import maybe_resize, rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pytensor.tensor.random.basic import (
@@ -29,17 +29,8 @@ from pytensor.tensor.random.basic import (
 from .. import noise as noise_mod
 from ..math import sums as sm
 from ..validation import check_finite, check_required, check_shapes, constant_value
-from ._common import (
-    REPORT_DTYPE,
-    _all_finite,
-    _check_observed,
-    _finite_reports,
-    _ninf_where_not,
-    _refuse,
-    _rv_inputs,
-    _rv_node,
-    _to_floatx,
-)
+from . import _common as cm
+from .noisy_counts import _NoisyCountRV
 
 __all__ = ["NoisySum"]
 
@@ -73,25 +64,14 @@ def _kind_of(values):
     )
 
 
-class NoisySumRV(SymbolicRandomVariable):
+class NoisySumRV(_NoisyCountRV):
     """Draws ``sum_i clamp(X_i, lower, upper) + noise``.  One subclass per data kind (its
     parameters make the signature); ``noise_type`` is a property of the op (it chooses the
-    graph)."""
+    graph), as for the noisy counts."""
 
     name = "noisy_sum"
+    _title = "NoisySum"
     data_kind: str = ""
-
-    def __init__(self, *args, noise_type, **kwargs):
-        self.noise_type = noise_type
-        title = f"{noise_type.__name__}NoisySum"
-        self._print_name = (title, f"\\operatorname{{{title}}}")
-        super().__init__(*args, **kwargs)
-
-    def __eq__(self, other):
-        return super().__eq__(other) and self.noise_type is other.noise_type
-
-    def __hash__(self):
-        return hash((super().__hash__(), self.noise_type))
 
     def __str__(self):
         return f"NoisySum{{{self.data_kind}, {self.noise_type.__name__}}}"
@@ -103,13 +83,13 @@ class NoisySumRV(SymbolicRandomVariable):
     def rv_op(cls, n, *params, data_kind, noise_type, size=None, rng=None):
         sub = RV_TYPES[data_kind]
         k = len(sm.DATA_KINDS[data_kind])
-        size, rng, n, *params = _rv_inputs(sub, size, rng, n, *params)
+        size, rng, n, *params = cm._rv_inputs(sub, size, rng, n, *params)
         data, (param, lower, upper) = params[:k], params[k:]
         rng_next, total = _draw_total(data_kind, n, data, lower, upper, size, rng)
         final_rng, noise = noise_type.pytensor_draw(param, size, rng_next)
         y = total + noise
-        y = pt.cast(y, REPORT_DTYPE) if noise_type.discrete else _to_floatx(y)
-        return _rv_node(sub, rng, size, [n, *params], final_rng, y, noise_type=noise_type)
+        y = pt.cast(y, cm.REPORT_DTYPE) if noise_type.discrete else cm._to_floatx(y)
+        return cm._rv_node(sub, rng, size, [n, *params], final_rng, y, noise_type=noise_type)
 
 
 def _rv_type(kind):
@@ -191,13 +171,13 @@ def _noisy_sum_logprob(op, values, rng, size, n, *params, **kwargs):
     [value] = values
     k = len(sm.DATA_KINDS[op.data_kind])
     data, (param, lower, upper) = list(params[:k]), params[k:]
-    finite, safe = _finite_reports(value)
+    finite, safe = cm._finite_reports(value)
     res = sm.noisy_sum_logp(safe, n, op.data_kind, data, lower, upper, op.noise_type, param)
-    res = _ninf_where_not(finite, res)
+    res = cm._ninf_where_not(finite, res)
     conds, msg = _data_checks(op.data_kind, data)
     res = check_parameters(
         res,
-        *_all_finite(n, param, *data),
+        *cm._all_finite(n, param, *data),
         n >= 0,
         n <= MAX_N,
         pt.eq(n, pt.floor(n)),
@@ -206,7 +186,7 @@ def _noisy_sum_logprob(op, values, rng, size, n, *params, **kwargs):
         *conds,
         msg=f"finite parameters, n integer >= 0, noise parameter > 0, lower <= upper, {msg}",
     )
-    res = res if op.noise_type.discrete else _to_floatx(res)
+    res = res if op.noise_type.discrete else cm._to_floatx(res)
     return maybe_resize(res, size)
 
 
@@ -385,14 +365,14 @@ class NoisySum(Distribution):
 
     rv_type = NoisySumRV
     rv_op = NoisySumRV.rv_op
-    logcdf = _refuse("NoisySum", "logcdf", "only the density of the sum is implemented")
-    icdf = _refuse("NoisySum", "icdf", "only the density of the sum is implemented")
+    logcdf = cm._refuse("NoisySum", "logcdf", "only the density of the sum is implemented")
+    icdf = cm._refuse("NoisySum", "icdf", "only the density of the sum is implemented")
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         if args:
             raise TypeError("NoisySum takes keyword arguments: n=, values=, lower=, upper=, noise=")
         _params, _, _kind, spec = _split(dict(kwargs))
-        obs = _check_observed(name, observed)
+        obs = cm._check_observed(name, observed)
         if obs is not None and spec.discrete and np.any(obs != np.round(obs)):
             raise ValueError(
                 f"{name}: observed releases must be integers with {type(spec).__name__} noise"
