@@ -177,6 +177,14 @@ def _noisy_sum_logprob(op, values, rng, size, n, *params, **kwargs):
     conds, msg = _data_checks(op.data_kind, data)
     res = check_parameters(
         res,
+        # (checked only where the parameters are valid: else their own message below)
+        sm.edgeworth_valid(n, op.data_kind, data, lower, upper) | ~pt.all(pt.stack(conds)),
+        msg=f"the sum's skewness and excess kurtosis at most {sm.MAX_STANDARDISED} (the "
+        "Edgeworth expansion of the sum is not accurate beyond: too few records for these "
+        "values' tails; clamp them tighter)",
+    )
+    res = check_parameters(
+        res,
         *cm._all_finite(n, param, *data),
         n >= 0,
         n <= MAX_N,
@@ -325,8 +333,10 @@ class NoisySum(Distribution):
       cumulants (closed forms for the normal, log-normal, exponential, gamma and Poisson),
       convolved exactly with the noise (:mod:`pymc_dpnoise.math.sums`): relative error
       :math:`O(n^{-3/2})`, measured in ``benchmarks/results/noisy_sums.md``; refused below
-      :math:`n = 30` (unless the values are normal and unclamped: then exact).  The cost does
-      not depend on :math:`n`.
+      :math:`n = 30` (unless the values are normal and unclamped: then exact), and where the
+      sum's skewness or excess kurtosis exceeds 0.25 (``pm.logp`` raises; a sampler treats
+      those parameter values as outside the support, so a posterior that reaches them is
+      truncated there: clamp the values tighter).  The cost does not depend on :math:`n`.
 
     Continuous values take ``noise.Laplace`` or ``noise.Gaussian``; clamped Poisson values
     ``noise.Gaussian`` or ``noise.DiscreteGaussian`` (:math:`\sigma \ge 1`).

@@ -99,6 +99,12 @@ def _table_params():
     ("kind", "params", "lower", "upper", "noise_name", "rel", "n"), _table_params()
 )
 def test_continuous_sums_match_the_reference(kind, params, lower, upper, noise_name, rel, n):
+    g1, g2, _ = ref.law_standardised(ref.ClampedLaw(kind, params, lower, upper))
+    far = max(abs(g1) / np.sqrt(n), abs(g2) / n) > sm.MAX_STANDARDISED
+    # where the sum is too far from normal the package refuses (test_far_from_normal_...)
+    assert bool(sm.edgeworth_valid(n, kind, params, lower, upper).eval()) is not far
+    if far:
+        return
     err, tol = _continuous_check(kind, params, lower, upper, noise_name, rel, n)
     assert err <= tol, (err, tol)
 
@@ -160,6 +166,20 @@ def test_small_n_with_clamping_is_refused_by_name():
             )
     # normal and unclamped: exact, accepted
     pmd.NoisySum.dist(n=1, values=pm.Normal.dist(40.0, 12.0), noise=noise.Laplace(2.0))
+
+
+def test_far_from_normal_sums_are_refused():
+    """Unclamped exponential values at n = 30: the sum's skewness is 0.37 (errors of 2-17%
+    within 3 sd, benchmarks/results/noisy_sums.md): pm.logp refuses, naming the reason; at
+    n = 1e4 (skewness 0.02) it is accepted."""
+    from pymc.logprob.utils import ParameterValueError
+
+    n = pt.dscalar("n")
+    rv = pmd.NoisySum.dist(n=n, values=pm.Exponential.dist(0.5), noise=noise.Laplace(5.0))
+    f = pytensor.function([n], pm.logp(rv, 70.0), mode=TEST_MODE)
+    with pytest.raises(ParameterValueError, match="skewness and excess kurtosis"):
+        f(30.0)
+    assert np.isfinite(f(10_000.0))
 
 
 # --------------------------------------------------------------------------------------------
