@@ -56,6 +56,7 @@ from .frequency import (
 from .noisy_counts import NoisyBinomial, NoisyPoisson
 from .regression import PerturbedLinReg, PerturbedLinRegSummary, PerturbedLogReg
 from .sufficient import SSNormalApprox
+from .sums import NoisySum
 
 # the names are listed once, in the package's lazy exports; the building blocks imported above
 # (latent-given forms that error messages point to, the Gaussian-noise forms) are importable from here and from the

@@ -20,7 +20,7 @@ from cases.clipped import (  # noqa: F401 (imported from here by math/test_clipp
 from compile_modes import TEST_MODE
 from pymc.logprob.utils import ParameterValueError
 from pytensor.compile.mode import Mode
-from registry import ENTRIES, ScalarCase
+from registry import ENTRIES, NO_WORKFLOW_YET, ScalarCase
 from registry import SCALAR_CASES as CASES
 from scipy import integrate, stats
 
@@ -42,7 +42,8 @@ def test_every_public_distribution_has_an_entry_with_a_reference_check():
     by_name = {e.name: e for e in ENTRIES}
     assert set(dists.__all__) <= set(by_name), set(dists.__all__) - set(by_name)
     for e in ENTRIES:
-        assert e.workflow is not None or e.cases, e.name
+        no_row_yet = e.name in NO_WORKFLOW_YET and e.reference_in is not None
+        assert e.workflow is not None or e.cases or no_row_yet, e.name
         assert bool(e.cases) != bool(e.reference_in), e.name
         if e.reference_in:
             assert (Path(__file__).parents[1] / e.reference_in).is_file(), e.reference_in
