@@ -209,6 +209,8 @@ def test_interval_shrinks_to_the_release_as_noise_vanishes():
     iv = count_intervals(z, noise.DiscreteGaussian(1e-3), 0.999)
     np.testing.assert_array_equal(iv.lo, z)
     np.testing.assert_array_equal(iv.hi, z)
+    # the noise's mass off 0 is e^{-1/(2 sigma^2)} = e^{-5e5}: the mass sums to 1 up to
+    # rounding of a handful of terms (a few ulp)
     np.testing.assert_allclose(iv.mass, 1.0, rtol=0, atol=1e-15)
 
 
@@ -291,6 +293,8 @@ def test_integer_sums_are_shifted_counts():
     check_hpd(shifted, z + 80, spec, 0.95, n=200)
     np.testing.assert_array_equal(iv.lo, shifted.lo - 80)
     np.testing.assert_array_equal(iv.hi, shifted.hi - 80)
+    # the same posterior weights on grids 80 apart: the means differ by the rounding of a
+    # weighted sum of a few hundred terms (a few ulp of values near 100), whatever the libm
     np.testing.assert_allclose(iv.mean, shifted.mean - 80, rtol=1e-13, atol=1e-12)
 
 
