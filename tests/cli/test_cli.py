@@ -1542,6 +1542,38 @@ def test_releases_far_beyond_n_warn_before_sampling(tmp_path, capsys, no_samplin
     assert "warning:" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("model", "opts", "far", "near", "text"),
+    [
+        # Laplace scale (upper - lower) / epsilon = 10: 495 beyond is 49.5 scales
+        ("clipped-normal", ["--lower", "-5", "--upper", "5", "--epsilon", "1"], 500,
+         [-20, 0, 30], "release 500 lies 495 beyond the clipping range [-5, 5] (--lower, --upper)"),
+        # scale upper / epsilon = 2.5: 200 below 0 is 80 scales
+        ("clipped-exponential", ["--upper", "5", "--epsilon", "2"], -200, [1, 6, -3],
+         "release -200 lies 200 beyond the clipping range [0, 5] (--upper)"),
+        # a sum of 200 records in [0, 8], scale 8 / 1: 400 beyond 1600 is 50 scales
+        ("truncated-exponential", ["--upper", "8", "--n", "200", "--epsilon", "1"], 2000,
+         [100, 1610, 5], "release 2000 lies 400 beyond [n * 0, n * 8]"),
+    ],
+)  # fmt: skip
+def test_releases_far_beyond_the_declared_range_warn_before_sampling(
+    tmp_path, capsys, no_sampling, model, opts, far, near, text
+):
+    """Clipped reports and truncated sums far beyond what their bounds and noise allow were
+    fitted without a word (only the count commands warned); now one warning naming the row,
+    before sampling.  Releases within reach of the range do not warn."""
+    for rows, warns in ((near, False), ([*near, far], True)):
+        p = _write(tmp_path / "r.csv", "z\n" + "\n".join(map(str, rows)) + "\n")
+        assert main(["fit", model, p, *opts, *FAST]) == 2  # the fake sampler's error
+        err = capsys.readouterr().err
+        warning = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+        assert len(warning) == int(warns), err
+        if warns:
+            assert f"data row {len(rows)}: {text}" in warning[0], warning[0]
+            assert "inconsistent" in warning[0]
+            assert err.index("warning:") < err.index("sampling with pymc failed")
+
+
 def test_tail_bound_is_a_bound():
     """The warning's bound on P(noise >= d) is never below the exact tail of any kind."""
     from scipy import stats
