@@ -1626,3 +1626,30 @@ def test_check_rows_names_the_first_row_with_a_non_finite_loglikelihood():
     with pytest.raises(InputError, match=r"data row 2: release 2 has log-likelihood -inf"):
         check_rows(model, {"z": z}, "test")
     check_rows(model, {"z": z[[0, 2]]}, "test") if False else None
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    ["pymc", pytest.param("nutpie", marks=NATIVE)],  # nutpie compiles with Numba
+)
+def test_a_real_sampler_failure_is_one_input_error(sampler):
+    """A real failure of each sampler (every jittered starting point has log density -inf,
+    while the unjittered point the CLI's row check uses is finite) ends as the CLI's one-line
+    InputError (exit 2), not a traceback: PyMC's "Initial evaluation of model at starting
+    point failed!", nutpie's initialization error."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from pymc_dpnoise.cli._base import InputError
+    from pymc_dpnoise.cli._checks import sample
+
+    if sampler == "nutpie":
+        pytest.importorskip("nutpie")
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0, initval=0.0)
+        pm.Potential("only_at_zero", pt.switch(pt.eq(x, 0.0), 0.0, -np.inf))
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    with pytest.raises(InputError, match=f"^sampling with {sampler} failed: ") as err:
+        sample(pm, sampler, model=model, draws=5, tune=5, chains=1, cores=1,
+               progressbar=False, random_seed=1, compute_convergence_checks=False)  # fmt: skip
+    assert "\n" not in str(err.value), str(err.value)
