@@ -154,6 +154,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.tensor.random.basic import exponential, laplace, normal, uniform
 
 from .validation import check_finite, constant_value
@@ -214,7 +215,11 @@ PARAM_MIN, PARAM_MAX = 1e-3, 1e7
 def _check_param(name, value):
     if isinstance(value, pt.Variable):
         known = constant_value(value)
-        if known is None:  # symbolic: checked where the graph is (check_parameters)
+        # symbolic, or pm.Data (set_data may change it: its value now is checked, the variable
+        # kept): checked where the graph is (check_parameters)
+        if known is None or isinstance(value, SharedVariable):
+            if known is not None:
+                _check_param(name, known)
             return pt.cast(value, "float64") if value.dtype != "float64" else value
         value = known
     arr = np.asarray(value)
@@ -293,6 +298,9 @@ class Noise:
     #: continuous Laplace and Gaussian): that variable, whose ``rng_fn`` and graph are the
     #: default :meth:`numpy_draw` and :meth:`pytensor_draw`
     rv: ClassVar = None
+    #: whether the count likelihoods size a sum from the parameter's value when the graph is
+    #: built (a ``pm.Data`` parameter may then only decrease: math.noise.data_bounded)
+    sized_by_param: ClassVar[bool] = True
 
     def __init__(self, value):
         object.__setattr__(self, "_value", self.check_param(value))
@@ -497,6 +505,7 @@ def _release_value(value, discrete, name):
 
 class _LaplaceKind(Noise):
     param_name = "scale"
+    sized_by_param = False  # closed forms
     symmetric = True
 
     def __init__(self, scale):

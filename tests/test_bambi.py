@@ -45,7 +45,11 @@ def test_clipped_normal_regression(page):
     assert 0.6 < _mean(fit, "sigma") < 2.4
     for name in ("Intercept", "x", "sigma"):
         np.testing.assert_allclose(
-            page["plain_fit"].posterior[name].values, fit.posterior[name].values, rtol=1e-10
+            # the same model, sampler and seed through two front ends: identical draws unless the
+            # two logp graphs round differently, which NUTS would amplify far beyond 1e-10
+            page["plain_fit"].posterior[name].values,
+            fit.posterior[name].values,
+            rtol=1e-10,
         )
 
 

@@ -211,6 +211,7 @@ def test_auc_matches_pairwise_definition_with_ties():
         assert d.auc(s, y) == pytest.approx(_auc_pairs_bool(s, y), abs=1e-12)
         s2 = rng.normal(size=n)
         assert d.auc(s2, y) == pytest.approx(_auc_pairs_bool(s2, y), abs=1e-12)
+        # an AUC: ratios of pair counts, exact rationals rounded once, a few ulp
         assert d.auc(-s2, y) == pytest.approx(1.0 - _auc_pairs_bool(s2, y), abs=1e-12)
     with pytest.raises(ValueError, match="both classes"):
         d.auc([0.1, 0.2], [1, 1])
@@ -255,6 +256,7 @@ def test_ks_distance_is_the_largest_ecdf_gap():
     grid = np.concatenate([x, y])
     fx = (x[None, :] <= grid[:, None]).mean(1)
     fy = (y[None, :] <= grid[:, None]).mean(1)
+    # a KS distance: differences of counts / n, exact rationals rounded once, a few ulp
     assert d.ks_distance(x, y) == pytest.approx(np.abs(fx - fy).max(), abs=1e-12)
     assert d.ks_distance(x, x) == 0.0
     with pytest.raises(ValueError, match="non-empty"):

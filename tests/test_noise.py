@@ -180,7 +180,11 @@ def test_census_asks_for_one_named_quantity():
     with pytest.raises(ValueError, match="`sigma_sq`"):
         noise.from_census(-1.0)
     np.testing.assert_allclose(
-        noise.from_census(exact_variance=[_dg_variance(0.5), 9.0]).sigma, [0.5, 3.0], rtol=1e-10
+        # a sigma solved from its variance by a 1-d root finder to ~1e-14, then the variance's
+        # series: 1e-10
+        noise.from_census(exact_variance=[_dg_variance(0.5), 9.0]).sigma,
+        [0.5, 3.0],
+        rtol=1e-10,
     )
 
 
@@ -188,6 +192,7 @@ def test_census_rho_maps_to_sigma_with_sensitivity_sqrt2():
     """The DAS's sigma^2 = 1/rho_q is from_rho with L2 sensitivity sqrt(2) (bounded neighbours)."""
     for rho in [0.01, 0.25, 4.0]:
         spec = noise.DiscreteGaussian.from_rho(rho, sensitivity=np.sqrt(2))
+        # sigma = sens / sqrt(2 rho), squared: one sqrt and a few products, a few ulp
         assert spec.sigma**2 == pytest.approx(1.0 / rho, rel=1e-12)
 
 
@@ -375,6 +380,7 @@ def test_opendp_clamp_sum_chain_sensitivity(gaussian):
     spec, elem, stated, d_noise = read_opendp(meas, 1)
     assert spec == (noise.DiscreteGaussian(5.0) if gaussian else noise.DiscreteLaplace(5.0))
     assert d_noise == 10.0 and elem == "i64"
+    # a parameter read back (stored value or one exp/log/sqrt of it): a few ulp, 1e-12 is ~9000 ulp
     assert stated == pytest.approx(spec.rho(10.0) if gaussian else spec.epsilon(10.0), rel=1e-12)
     assert read_opendp(meas, 3)[3] == 30.0
     data = [4, -7, 12, 0, 3]  # clamped sum: 4 - 3 + 10 + 0 + 3 = 14

@@ -7,10 +7,12 @@ error on the initial point; nutpie: a Rust panic, then a segmentation fault).  S
 :func:`check_rows` evaluates the log-likelihood of every observed row at that point, with
 PyTensor's Python VM (no native compile), and refuses the first bad row by its number.
 
-:func:`count_tail_warnings` warns, before sampling, when noisy counts lie so far beyond the
-range the count can have (``[0, n]`` for a binomial count, ``[0, inf)`` for a Poisson one)
-that the declared noise would put them there with negligible probability: the releases are
-inconsistent with ``--n`` and the noise, and the posterior would sit at the boundary.
+:func:`count_tail_warnings` warns, before sampling, when releases lie so far beyond the range
+their noise-free value can have (``[0, n]`` for a binomial count, ``[0, inf)`` for a Poisson
+one, ``[lower, upper]`` for a clipped report, ``[n lower, n upper]`` for a sum of ``n``
+truncated records) that the declared noise would put them there with negligible probability:
+the releases are inconsistent with the declared model, and the posterior would sit at the
+boundary.
 
 :func:`sample` runs ``pm.sample`` and turns any exception of the sampler into a one-line
 :class:`~._base.InputError` (exit code 2).
@@ -113,8 +115,9 @@ def _log_tail_bound(kind: str, param, distance):
     return -(np.maximum(d - 1.0, 0.0) ** 2) / (2.0 * np.asarray(param, dtype=float) ** 2)
 
 
-def _release_noise(args, data):
-    """``(kind, param, sd)`` of the releases' noise, or None if it is not known here."""
+def _release_noise(args, data, sensitivity=None):
+    """``(kind, param, sd)`` of the releases' noise, or None if it is not known here
+    (``sensitivity``: the Laplace noise's, where the model fixes it)."""
     import numpy as np
 
     spec = data.get("noise")
@@ -123,35 +126,61 @@ def _release_noise(args, data):
     eps = data.get("epsilon")
     if eps is None or getattr(args, "noise", "laplace") != "laplace":
         return None
-    sens = getattr(args, "sensitivity", None) or 1.0
+    sens = sensitivity or getattr(args, "sensitivity", None) or 1.0
     scale = sens / np.asarray(eps, dtype=float)
     return "laplace", scale, math.sqrt(2.0) * scale
 
 
-#: the range of the (noise-free) count of each count model: (lower, upper from args)
-COUNT_RANGE = {
-    "noisy-binomial": lambda args: (0.0, float(args.n), f"[0, {args.n:g}] (--n {args.n:g})"),
-    "noisy-poisson": lambda args: (0.0, math.inf, "[0, inf) (a Poisson count)"),
-}
+def _truncated_range(args, data):
+    import numpy as np
+
+    from .families.expfam import _truncated_sensitivity
+
+    n = np.asarray(data["n"], dtype=float)
+    text = f"[n * {args.lower:g}, n * {args.upper:g}] (n records in [--lower, --upper])"
+    return n * args.lower, n * args.upper, text, _truncated_sensitivity(args)
+
+
+#: per model: ``(args, data) -> (lower, upper, text, sensitivity)``, the range of the noise-free
+#: value of a release and the Laplace noise's sensitivity (None: ``--sensitivity`` or 1)
+VALUE_RANGE = {
+    "noisy-binomial": lambda args, data: (
+        0.0, float(args.n), f"the count's range [0, {args.n:g}] (--n {args.n:g})", None
+    ),
+    "noisy-poisson": lambda args, data: (0.0, math.inf, "the count's range [0, inf)", None),
+    "clipped-normal": lambda args, data: (
+        args.lower, args.upper,
+        f"the clipping range [{args.lower:g}, {args.upper:g}] (--lower, --upper)",
+        args.upper - args.lower,
+    ),
+    "clipped-exponential": lambda args, data: (
+        0.0, args.upper, f"the clipping range [0, {args.upper:g}] (--upper)", args.upper
+    ),
+    "truncated-exponential": _truncated_range,
+    "truncated-poisson": _truncated_range,
+}  # fmt: skip
 
 
 def count_tail_warnings(model_name: str, args, data, display: str) -> list[str]:
-    """Warnings (one line each) for noisy counts far beyond the count's range.
+    """Warnings (one line each) for releases far beyond the range of their noise-free value
+    (:data:`VALUE_RANGE`: counts, clipped reports, truncated sums).
 
     A release ``y`` at distance ``d`` beyond ``[lo, hi]`` needs noise of at least ``d`` in that
-    direction, whatever the count; if the bound on that probability times the number of rows
+    direction, whatever the value; if the bound on that probability times the number of rows
     is below :data:`TAIL_WARN`, the releases are inconsistent with the declared model.
     """
     import numpy as np
 
-    if model_name not in COUNT_RANGE:
+    if model_name not in VALUE_RANGE:
         return []
-    noise = _release_noise(args, data)
     z = data.get("z")
-    if noise is None or not isinstance(z, np.ndarray) or z.ndim != 1 or not len(z):
+    if not isinstance(z, np.ndarray) or z.ndim != 1 or not len(z):
+        return []
+    lo, hi, range_text, sens = VALUE_RANGE[model_name](args, data)
+    noise = _release_noise(args, data, sens)
+    if noise is None:
         return []
     kind, param, sd = noise
-    lo, hi, range_text = COUNT_RANGE[model_name](args)
     with np.errstate(invalid="ignore"):
         distance = np.maximum(np.maximum(z - hi, lo - z), 0.0)
     log_bound = np.where(distance > 0, _log_tail_bound(kind, param, distance), 0.0)
@@ -162,13 +191,13 @@ def count_tail_warnings(model_name: str, args, data, display: str) -> list[str]:
     sds = float(np.broadcast_to(distance / sd, z.shape)[worst])
     log10 = float(log_bound[worst]) / math.log(10.0)
     more = f"; {int(far.sum())} rows like it" if far.sum() > 1 else ""
+    noise_opt = f" (--noise {args.noise})" if getattr(args, "noise", None) else ""
     return [
         f"{display}: data row {worst + 1}: release {z[worst]:g} lies "
-        f"{float(distance[worst]):g} beyond the count's range {range_text}, {sds:.3g} noise "
-        f"sds (--noise {getattr(args, 'noise', 'laplace')}): noise that large has probability "
-        f"below 1e{math.ceil(log10)}{more}.  The releases are inconsistent with the count's "
-        "range and the noise (check --n, the budget or scale, --sensitivity); the posterior "
-        "will sit at the edge of its range"
+        f"{float(distance[worst]):g} beyond {range_text}, {sds:.3g} noise sds{noise_opt}: "
+        f"noise that large has probability below 1e{math.ceil(log10)}{more}.  The releases "
+        "are inconsistent with the declared range and the noise (check the bounds or --n, "
+        "the budget or scale, --sensitivity); the posterior will sit at the edge of its range"
     ]
 
 

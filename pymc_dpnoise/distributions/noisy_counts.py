@@ -45,7 +45,13 @@ from pytensor.tensor.random.basic import binomial, poisson
 
 from .. import noise as noise_mod
 from ..math import noisy_counts as ncm
-from ..validation import check_finite, check_required, check_shapes, constant_value
+from ..validation import (
+    check_finite,
+    check_required,
+    check_shapes,
+    constant_value,
+    static_value,
+)
 from ._common import (
     REPORT_DTYPE,
     _all_finite,
@@ -200,9 +206,10 @@ def _bound(value, default):
 
 
 def _clamp_args(lower, upper):
-    """``(lower, upper)`` for the math: None where the bound is absent (constant +-inf)."""
-    lo = constant_value(lower)
-    hi = constant_value(upper)
+    """``(lower, upper)`` for the math: None where the bound is absent (constant +-inf; an
+    infinite bound in ``pm.Data`` stays, set_data may make it finite)."""
+    lo = static_value(lower)
+    hi = static_value(upper)
     lo_none = lo is not None and np.all(np.isneginf(lo))
     hi_none = hi is not None and np.all(np.isposinf(hi))
     return (None if lo_none else lower), (None if hi_none else upper)

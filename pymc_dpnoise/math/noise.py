@@ -15,12 +15,15 @@ import math
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs
+from pytensor.raise_op import Assert
 
-from ..validation import constant_value
+from ..validation import static_value
 
 __all__ = [
+    "data_bounded",
     "discrete_gaussian_logcdf",
     "discrete_gaussian_logpmf",
     "discrete_laplace_logcdf",
@@ -147,19 +150,71 @@ _EM_MIN_SIGMA = 8.0
 
 
 def known_value(x):
-    """The value of ``x`` if its graph has no free inputs (constants only), else None."""
-    v = constant_value(x)
-    if v is not None or not isinstance(x, Variable):
+    """The value of ``x`` if its graph has no free inputs (constants only), else None.
+
+    A shared variable (``pm.Data``) is not known: ``pm.set_data`` may change it after the graph
+    was built (see :func:`build_value`)."""
+    if not isinstance(x, Variable):
+        return None if x is None else np.asarray(x, dtype="float64")
+    v = static_value(x)
+    if v is not None:
         return v
     if all(isinstance(i, Constant) for i in graph_inputs([x])):
         return np.asarray(x.eval(mode="FAST_COMPILE"))
     return None
 
 
+def reads_data(x):
+    """Whether the value of ``x`` depends on a shared variable (``pm.Data``)."""
+    return isinstance(x, Variable) and any(isinstance(i, SharedVariable) for i in graph_inputs([x]))
+
+
+def build_value(x):
+    """The value of ``x`` now, if its graph has no free inputs: constants, and shared variables
+    read at their current value (so a graph sized from it must be guarded by
+    :func:`data_bounded`); else None."""
+    v = known_value(x)
+    if v is not None or not isinstance(x, Variable):
+        return v
+    if all(isinstance(i, Constant | SharedVariable) for i in graph_inputs([x])):
+        return np.asarray(x.eval(mode="FAST_COMPILE"))
+    return None
+
+
+def data_bounded(param, name):
+    """``param``, bounded above by its largest value when the graph is built if it reads
+    ``pm.Data``.
+
+    The sums of the Gaussian kinds (and of the integer kinds summed over their values) are
+    sized from the largest value of the noise parameter when the graph is built, and hold every
+    value up to it.  A parameter in ``pm.Data`` stays in the graph (``pm.set_data`` and
+    nutpie's ``with_data`` change it), and a later value above the one the sums were sized
+    for is refused where the graph is evaluated: an ``AssertionError`` naming the parameter
+    (backends that drop assertions, e.g. JAX, get NaN instead: never a wrong number).
+    """
+    if not reads_data(param) or getattr(param.tag, "data_bounded", False):
+        return param
+    value = build_value(param)
+    if value is None:
+        return param
+    bound = np.float64(np.max(value))
+    param = param if param.dtype == "float64" else pt.cast(param, "float64")
+    msg = (
+        f"`{name}` is above {bound:g}, its largest value when the model was built: the "
+        "likelihood's sums were sized for that value.  Build the model with the largest "
+        f"`{name}` you will set in pm.Data (smaller values are exact)"
+    )
+    ok = param <= bound
+    out = Assert(msg)(pt.switch(ok, param, np.nan), pt.all(ok))
+    out.tag.data_bounded = True
+    return out
+
+
 def static_param(param, what, name="sigma"):
     """The value of a noise parameter that sizes a sum when the graph is built (a float64
-    array); a clear error naming it if it is symbolic."""
-    v = known_value(param)
+    array; a ``pm.Data`` one at its current value, see :func:`data_bounded`); a clear error
+    naming it if it is symbolic."""
+    v = build_value(param)
     if v is None:
         raise ValueError(
             f"{what} needs a constant `{name}` (its sums are sized from it when the graph is "
@@ -270,8 +325,8 @@ def discrete_laplace_logcdf(x, b):
 def discrete_gaussian_logcdf(x, sigma):
     """:math:`\\log P(N \\le \\lfloor x\\rfloor)` of discrete Gaussian noise (``sigma`` a
     constant: the tail sum is sized from it)."""
-    k, p = pt.floor(_f64(x)), _f64(sigma)
-    sigma_max = _static_sigma_max(sigma, "the discrete Gaussian CDF")
+    k, p = pt.floor(_f64(x)), data_bounded(_f64(sigma), "sigma")
+    sigma_max = _static_sigma_max(p, "the discrete Gaussian CDF")
     # P(N <= j) for j = min(k, -k-1) <= -1, then the complement where k >= 0
     j = pt.minimum(k, -k - 1.0)
     tail = log_dg_tail(j, p, sigma_max) - log_z_discrete_gaussian(p)

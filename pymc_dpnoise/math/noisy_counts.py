@@ -137,13 +137,22 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 from pytensor.graph.basic import Variable
 
-from ..validation import constant_value, static_value
+from ..validation import static_value
 from . import _count_window
 from . import counts as cm
 from ._count_window import count_window_logsumexp
 from ._laplace_cdf import split_log_cdfs
 from ._special import log_binom_cdf_ratio, log_binom_pmf, log_poisson_cdf_ratio, log_poisson_pmf
-from .noise import TAIL_NATS, known_value, log_sinh, log_tanh, static_param
+from .noise import (
+    TAIL_NATS,
+    build_value,
+    data_bounded,
+    known_value,
+    log_sinh,
+    log_tanh,
+    reads_data,
+    static_param,
+)
 
 __all__ = [
     "discrete_laplace_count_log_cdfs",
@@ -503,12 +512,15 @@ class SymbolicSigmaError(ValueError, NotImplementedError):
 
 def _static_sigma(sigma):
     """The value of ``sigma`` (a float64 array) if the graph fixes it when built: a constant,
-    a shared value, or a graph of constants only (folded); else :class:`SymbolicSigmaError`."""
-    v = known_value(sigma)
+    a shared value (at its current value: :func:`~pymc_dpnoise.math.noise.data_bounded` guards
+    the graph), or a graph of constants only (folded); else :class:`SymbolicSigmaError`."""
+    v = build_value(sigma)
     if v is None:
         raise SymbolicSigmaError(
             "the Gaussian-noise count likelihoods need a constant `sigma` (the window they sum "
-            "over is sized from it when the graph is built); got a symbolic value"
+            "over is sized from it when the graph is built); got a symbolic value.  A number, "
+            "or pm.Data (then its value when the model is built is the largest it may be set "
+            "to)"
         )
     return np.asarray(v, dtype="float64")
 
@@ -680,7 +692,8 @@ _HYBRID_CDF_NATS = 64.0
 
 
 def _use_hybrid_cdfs(fam, sigma):
-    if not isinstance(fam, _Binomial) or fam.n_max is None:
+    # the choice needs the smallest sigma too, which pm.set_data may lower
+    if not isinstance(fam, _Binomial) or fam.n_max is None or reads_data(sigma):
         return False
     v = _static_sigma(sigma)
     s_min, s_max = float(np.min(v)), float(np.max(v))
@@ -938,8 +951,9 @@ def _static_max(x):
 
 
 def _finite_or_zero(x):
-    """``x`` with infinite entries replaced by 0 (a constant stays a constant)."""
-    v = constant_value(x)
+    """``x`` with infinite entries replaced by 0 (a constant stays a constant; ``pm.Data``
+    stays in the graph)."""
+    v = static_value(x)
     if v is not None:
         return _f64(np.where(np.isfinite(v), v, 0.0))
     return pt.switch(pt.isfinite(x), x, 0.0)
@@ -1001,11 +1015,14 @@ def _noise_type(noise):
 
 
 def _noise_param(noise, param):
-    if param is not None:
-        return param
-    if isinstance(noise, type):
-        raise TypeError(f"`param` is required with the noise kind {noise.__name__}")
-    return noise.param
+    if param is None:
+        if isinstance(noise, type):
+            raise TypeError(f"`param` is required with the noise kind {noise.__name__}")
+        param = noise.param
+    kind = _noise_type(noise)
+    if getattr(kind, "sized_by_param", True):  # pm.Data: within what sized the sums
+        param = data_bounded(_f64(param), kind.param_name)
+    return param
 
 
 def _count_logp(noise, fam, y, param):

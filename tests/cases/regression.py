@@ -399,6 +399,8 @@ CASES = [
             (np.array([[0.0, 1.0, np.nan]]), "finite"),
         ],
         batch_example=lin_batch_example,
+        # dense reference through scipy's multivariate normal (Cholesky of a 3x3, cond <= 1e3): m^2
+        # u cond ~ 1e-12, 1e-10 relative of max(1, |logp|) leaves margin
         rtol=1e-10,
         draws_check=linreg_draws_check,
         shifted={"theta": np.array([1.3, -0.5])},
@@ -432,6 +434,8 @@ CASES = [
             (np.array([[np.nan, 0.2, 1.0]]), "finite"),
         ],
         batch_example=log_batch_example,
+        # reference by Gauss-Hermite / adaptive quadrature over the logistic label
+        # (tests/references.py) to ~1e-11: 1e-9 relative leaves margin over it and libm
         rtol=1e-9,
         draws_check=logreg_draws_check,
         shifted={"theta": np.array([0.0, -1.0])},

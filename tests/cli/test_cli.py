@@ -1532,6 +1532,38 @@ def test_releases_far_beyond_n_warn_before_sampling(tmp_path, capsys, no_samplin
     assert "warning:" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("model", "opts", "far", "near", "text"),
+    [
+        # Laplace scale (upper - lower) / epsilon = 10: 495 beyond is 49.5 scales
+        ("clipped-normal", ["--lower", "-5", "--upper", "5", "--epsilon", "1"], 500,
+         [-20, 0, 30], "release 500 lies 495 beyond the clipping range [-5, 5] (--lower, --upper)"),
+        # scale upper / epsilon = 2.5: 200 below 0 is 80 scales
+        ("clipped-exponential", ["--upper", "5", "--epsilon", "2"], -200, [1, 6, -3],
+         "release -200 lies 200 beyond the clipping range [0, 5] (--upper)"),
+        # a sum of 200 records in [0, 8], scale 8 / 1: 400 beyond 1600 is 50 scales
+        ("truncated-exponential", ["--upper", "8", "--n", "200", "--epsilon", "1"], 2000,
+         [100, 1610, 5], "release 2000 lies 400 beyond [n * 0, n * 8]"),
+    ],
+)  # fmt: skip
+def test_releases_far_beyond_the_declared_range_warn_before_sampling(
+    tmp_path, capsys, no_sampling, model, opts, far, near, text
+):
+    """Clipped reports and truncated sums far beyond what their bounds and noise allow were
+    fitted without a word (only the count commands warned); now one warning naming the row,
+    before sampling.  Releases within reach of the range do not warn."""
+    for rows, warns in ((near, False), ([*near, far], True)):
+        p = _write(tmp_path / "r.csv", "z\n" + "\n".join(map(str, rows)) + "\n")
+        assert main(["fit", model, p, *opts, *FAST]) == 2  # the fake sampler's error
+        err = capsys.readouterr().err
+        warning = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+        assert len(warning) == int(warns), err
+        if warns:
+            assert f"data row {len(rows)}: {text}" in warning[0], warning[0]
+            assert "inconsistent" in warning[0]
+            assert err.index("warning:") < err.index("sampling with pymc failed")
+
+
 def test_tail_bound_is_a_bound():
     """The warning's bound on P(noise >= d) is never below the exact tail of any kind."""
     from scipy import stats
@@ -1584,3 +1616,30 @@ def test_check_rows_names_the_first_row_with_a_non_finite_loglikelihood():
     with pytest.raises(InputError, match=r"data row 2: release 2 has log-likelihood -inf"):
         check_rows(model, {"z": z}, "test")
     check_rows(model, {"z": z[[0, 2]]}, "test") if False else None
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    ["pymc", pytest.param("nutpie", marks=NATIVE)],  # nutpie compiles with Numba
+)
+def test_a_real_sampler_failure_is_one_input_error(sampler):
+    """A real failure of each sampler (every jittered starting point has log density -inf,
+    while the unjittered point the CLI's row check uses is finite) ends as the CLI's one-line
+    InputError (exit 2), not a traceback: PyMC's "Initial evaluation of model at starting
+    point failed!", nutpie's initialization error."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from pymc_dpnoise.cli._base import InputError
+    from pymc_dpnoise.cli._checks import sample
+
+    if sampler == "nutpie":
+        pytest.importorskip("nutpie")
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0, initval=0.0)
+        pm.Potential("only_at_zero", pt.switch(pt.eq(x, 0.0), 0.0, -np.inf))
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    with pytest.raises(InputError, match=f"^sampling with {sampler} failed: ") as err:
+        sample(pm, sampler, model=model, draws=5, tune=5, chains=1, cores=1,
+               progressbar=False, random_seed=1, compute_convergence_checks=False)  # fmt: skip
+    assert "\n" not in str(err.value), str(err.value)

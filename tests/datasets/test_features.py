@@ -35,6 +35,8 @@ def test_wine_group_split_centres_within_groups():
     assert np.linalg.norm(s.X_train, axis=1).max() <= 1 + 1e-12
     for g in (0, 1):
         a = s.groups_train == g
+        # the mean of centred labels: n terms of size 1 summed in any order, n u ~ 1e-13 for n <
+        # 1000 rows
         assert abs(s.y_train[a].mean()) < 1e-12
         # centred before clipping, so only approximately zero-mean after it
         assert np.all(np.abs(s.X_train[a].mean(0)) < 0.02)
@@ -67,7 +69,10 @@ def test_scale_features_standardises_divides_and_clips():
     if out.any():
         np.testing.assert_allclose(norms[out], 1.0, rtol=1e-12)
         np.testing.assert_allclose(
-            Z[out], W[out] / np.linalg.norm(W[out], axis=1, keepdims=True), rtol=1e-12
+            # a norm (sqrt of a sum of d squares) and one division: d u relative, far below 1e-12
+            Z[out],
+            W[out] / np.linalg.norm(W[out], axis=1, keepdims=True),
+            rtol=1e-12,
         )
     # a constant column does not produce NaNs
     Xc = np.column_stack([X[:, 0], np.full(len(X), 3.0)])

@@ -181,6 +181,8 @@ def test_truncated_poisson_constant_bounds_take_the_direct_sum():
 
     (v_const, gamma_const), (v_data, gamma_data) = logp_graph(False), logp_graph(True)
     assert not gamma_const and gamma_data
+    # the same graph with bounds as constants or in pm.Data: the same libm calls on the same
+    # values, a few ulp from constant folding
     assert abs(v_const - v_data) <= 1e-12 * abs(v_data)
 
 
@@ -215,12 +217,16 @@ def test_normal_laplace_integrates_to_one_and_limits():
             integrate.quad(dens, lo, hi, limit=400, epsabs=1e-13)[0]
             for lo, hi in ((-np.inf, 0.0), (0.0, np.inf))
         )
+        # total mass by quadrature (epsabs 1e-13 per piece) plus atoms: 1e-9 absolute is > 1e3 of
+        # that error
         assert total == pytest.approx(1.0, abs=1e-9)
     # kappa -> infinity: the normal; kappa -> 0: the Laplace
     y = np.array([0.3, -2.0])
     lp = f(y, [0.0, 0.0], [1.0, 1.0], [1e-9, 1e-9])[0]
     np.testing.assert_allclose(lp, stats.norm.logpdf(y), rtol=1e-7)
     lp = f(y, [0.0, 0.0], [1e-12, 1e-12], [2.0, 2.0])[0]
+    # the normal-Laplace density at a normal sd of 1e-12 is the Laplace's to ~1e-12 relative (the
+    # limit) plus a few ulp of erfcx/log: 1e-9
     np.testing.assert_allclose(lp, stats.laplace.logpdf(y, scale=2.0), rtol=1e-9)
 
 
@@ -238,11 +244,15 @@ def test_truncated_rate_gradients_match_finite_differences():
         out = f([t], [a], [b])
         for j in range(3):
             fd = _fd(lambda x, j=j, a=a, b=b: f([x], [a], [b])[j][0], t, h=t * 1e-4)
+            # abs floor for derivatives near 0: central differences at step 1e-4 relative carry
+            # ~1e-10 of rounding and truncation
             assert out[6 + j][0] == pytest.approx(fd, rel=1e-6, abs=1e-9), ("exp", t, j)
     for mu, a, b in [(3.0, 0.0, 10.0), (4.0, 2.0, 6.0), (0.5, 1.0, 3.0), (50.0, 30.0, 60.0)]:
         out = f([mu], [a], [b])
         for j in range(3):
             fd = _fd(lambda x, j=j, a=a, b=b: f([x], [a], [b])[3 + j][0], mu, h=mu * 1e-4)
+            # abs floor for derivatives near 0: central differences at step 1e-4 relative carry
+            # ~1e-10 of rounding and truncation
             assert out[9 + j][0] == pytest.approx(fd, rel=1e-6, abs=1e-9), ("pois", mu, j)
 
 
@@ -270,6 +280,8 @@ def test_counts_map_is_the_multinomial_cholesky_factor():
         p = rng.dirichlet(np.ones(k))
         n = 250.0
         base = f(np.zeros((1, k - 1)), [n], p[None])[0]
+        # n p computed as exp(log n + log p) or n * softmax: a few ulp of exp/log, 1e-12 is ~9000
+        # ulp
         np.testing.assert_allclose(base, n * p, rtol=1e-12)
         cols = f(np.eye(k - 1), np.full(k - 1, n), np.tile(p, (k - 1, 1))) - base
         cov = cols.T @ cols  # (k, k): L L^T over all k counts
@@ -792,7 +804,11 @@ def test_truncated_families_finite_at_extreme_noise(epsilon, sensitivity):
         m = 100.0 * np.exp(log_q) * mean
         lp = pm.logp(exp_, np.array([150.0, 400.0])).eval()
         np.testing.assert_allclose(
-            lp, -np.log(2.0) - np.log(beta) - np.abs([150.0 - m, 400.0 - m]) / beta, rtol=1e-9
+            # the Laplace limit of the normal-Laplace density far in its tail (to ~1e-12 relative)
+            # plus a few ulp of libm: 1e-9
+            lp,
+            -np.log(2.0) - np.log(beta) - np.abs([150.0 - m, 400.0 - m]) / beta,
+            rtol=1e-9,
         )
     with pm.Model() as model:
         pmd.LaplaceNoisyTruncatedNormal(
@@ -822,12 +838,16 @@ def test_multinomial_finite_with_zero_probabilities(p):
     z = np.array([0.3, -0.2])
     counts = em.multinomial_counts_from_normal(z, 10.0, p).eval()
     assert np.all(np.isfinite(counts)) and np.isclose(counts.sum(), 10.0)
+    # zero-probability items get exactly 0 counts (products with 0); 1e-12 absolute allows the few
+    # ulp of n = 10
     np.testing.assert_allclose(counts[p == 0], 0.0, atol=1e-12)
     if p.max() == 1.0:
+        # counts n p by products and a softmax of order-1 values: a few ulp of 10, 1e-12 absolute
         np.testing.assert_allclose(counts, 10.0 * p, atol=1e-12)
     value = np.array([10.0, 0.5, -0.3])
     rv = pmd.LaplaceNoisyMultinomialGivenCounts.dist(10.0, p, z, 1.0)
     expected = np.sum(-np.log(2 * 2.0) - np.abs(value - counts) / 2.0)
+    # a sum of 3 Laplace log densities (log, abs, /): a few ulp on both sides, 1e-12 is ~9000 ulp
     np.testing.assert_allclose(pm.logp(rv, value).eval(), expected, rtol=1e-12)
     rv = pmd.LaplaceNoisyMultinomialGivenNoiseVar.dist(10.0, p, np.array([0.3, 0.2, 1.0]), 1.0)
     assert np.isfinite(pm.logp(rv, value).eval())
@@ -929,6 +949,8 @@ def test_truncated_gaussian_logp_matches_quadrature(kind):
     assert np.all(np.isfinite(lp)) and np.all(np.isfinite(g_th)) and np.all(np.isfinite(g_s))
     for i in range(len(y)):
         ref = _reference(kind, y[i], n[i], th[i], a[i], b[i], s[i])
+        # reference by 60-digit mpmath / dense convolution; ours through erfcx/log1p (few ulp times
+        # condition <= ~1e2): 1e-9 relative is > 1e4 of margin
         assert abs(lp[i] - ref) <= 1e-9 * max(1.0, abs(ref)), (kind, y[i], n[i], th[i], s[i])
 
 
@@ -948,7 +970,11 @@ def test_truncated_gaussian_gradients_match_finite_differences(kind):
 
         fd_th = _fd(lambda x, at=at: at(2, x), th, th * 1e-4)
         fd_s = _fd(lambda x, at=at: at(5, x), s, s * 1e-4)
+        # abs floor for derivatives near 0: central differences at step 1e-4 relative carry ~1e-10
+        # of rounding and truncation
         assert g_th[0] == pytest.approx(fd_th, rel=1e-6, abs=1e-9), (kind, n, th)
+        # abs floor for derivatives near 0: central differences at step 1e-4 relative carry ~1e-10
+        # of rounding and truncation
         assert g_s[0] == pytest.approx(fd_s, rel=1e-6, abs=1e-9), (kind, n, s)
 
 
@@ -1040,6 +1066,8 @@ def test_multinomial_gaussian_matches_dense_normal_and_gradients():
                     stats.multivariate_normal(n * pi, c).logpdf(yi)
                     for pi, c, yi in zip(p, cov, y, strict=True)
                 ]
+                # against scipy's multivariate_normal (Cholesky of k-1 <= 4 dims, cond <= 1e3 at
+                # these n, sigma): m^2 u cond ~ 1e-12, 1e-9 relative leaves margin
                 np.testing.assert_allclose(lp, ref, rtol=1e-9, err_msg=str((k, n, sigma)))
                 assert np.all(np.isfinite(gp)) and np.all(np.isfinite(gs))
     # gradients against finite differences (p moved along the simplex, and sigma)

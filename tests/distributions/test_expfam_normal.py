@@ -109,6 +109,8 @@ def test_truncated_normal_moments_match_quadrature():
             abs(k3[i] - r[3]) / r[2] ** 1.5,
             abs(k4[i] - r[4]) / r[4],
         ]
+        # cumulants against 60-digit mpmath; ours through erfcx ratios with condition up to ~1e3
+        # near the bounds: 1e-9 relative is > 1e3 of margin
         assert max(err) <= 1e-9, (row, err)
         worst = max(worst, *err)
     print(f"worst scaled error {worst:.1e}")
@@ -127,6 +129,8 @@ def test_clt_cholesky_matches_the_covariance():
             assert l11[i] == l21[i] == l22[i] == m1[i] == m2[i] == 0.0
             continue
         sd = np.sqrt(np.diag(cov))
+        # CLT mean against 60-digit mpmath, relative to |mean| + sd (the scale that cancels): few
+        # ulp times condition <= ~1e3, 1e-9
         assert np.all(np.abs([m1[i], m2[i]] - mean) <= 1e-9 * (np.abs(mean) + sd)), row
         ref = clt_cholesky(n, *row)
         ours = np.array([l11[i], l21[i], l22[i]])
@@ -145,7 +149,11 @@ def test_clt_schur_complement_without_cancellation():
     rows = np.array([[1e4, 1.0, -1e6, 1e6], [-3e5, 0.2, -1e7, 1e7], [50.0, 1e-3, -1e3, 1e3]])
     (*_, l11, l21, l22), _ = _moments(rows, n)
     sigma = rows[:, 1]
+    # moments from truncated-normal expressions (erfcx/exp, few ulp) that tend to these limits; the
+    # limit error at these widths is below 1e-13: 1e-10 relative
     np.testing.assert_allclose(l22**2, 2 * n * sigma**4, rtol=1e-10)
+    # moments from truncated-normal expressions (erfcx/exp, few ulp) that tend to these limits; the
+    # limit error at these widths is below 1e-13: 1e-10 relative
     np.testing.assert_allclose(l11**2, n * sigma**2, rtol=1e-10)
     np.testing.assert_allclose(l21, 2 * rows[:, 0] * l11, rtol=1e-10)  # Cov(x, x^2) = 2 mu var
 
@@ -631,6 +639,8 @@ def test_truncated_normal_gaussian_gradients_match_finite_differences():
 
         for i, g, x in ((1, g_mu, mu), (2, g_sg, sg), (5, g_s, s)):
             fd = _fd(lambda t, at=at, i=i: at(i, t), x, abs(x) * 1e-4)
+            # abs floor for derivatives near 0: central differences at step 1e-4 relative carry
+            # ~1e-10 of rounding and truncation
             assert g[0] == pytest.approx(fd, rel=1e-6, abs=1e-9), (n, mu, sg, s, i)
 
 
@@ -680,8 +690,11 @@ def test_truncated_normal_gaussian_broadcasts_over_releases():
     f = _tn_fn()
     for i, j in np.ndindex(2, 3):
         one = f(value[i, j][None, :], [n[j]], [mu[j]], [1.5], [-3.0], [upper[j]], [s[i, j]])
+        # the same compiled formulas, batched or one report at a time: bitwise in principle, a few
+        # ulp from a vectorised libm path
         assert got[i, j] == pytest.approx(one[0][0], rel=1e-12)
         ref = _tn_dense_reference(value[i, j], n[j], mu[j], 1.5, -3.0, upper[j], s[i, j])
+        # dense numerical-convolution reference accurate to ~1e-11 relative: 1e-9 leaves margin
         assert got[i, j] == pytest.approx(ref, rel=1e-9)
     assert pm.draw(rv, random_seed=1).shape == (2, 3, 2)
     assert pm.draw(rv, 4, random_seed=1).shape == (4, 2, 3, 2)

@@ -213,7 +213,11 @@ def test_grouped_reports_with_counts_equal_ungrouped():
             pm.logp(pmd.OUELikelihood.dist(p=theta, epsilon=1.0, counts=0.0), z[:1]),
         ],
     )()
+    # the same formulas on the same values, only summed/grouped in another order: (terms - 1) u of
+    # same-sign terms, far below 1e-12
     assert grouped.sum() == pytest.approx(full.sum(), rel=1e-12)
+    # the same formulas on the same values, only summed/grouped in another order: (terms - 1) u of
+    # same-sign terms, far below 1e-12
     assert grouped_krr.sum() == pytest.approx(full_krr.sum(), rel=1e-12)
     assert zero[0] == 0.0
 
@@ -256,8 +260,12 @@ def test_pm_data_reports_and_set_data():
     f = model.compile_logp(vars=[model["z"]], jacobian=False)
     point = model.initial_point()
     th0 = np.full(3, 1 / 3)
+    # the NumPy reference and the graph evaluate the same log/log1p of the same probabilities,
+    # summed over 3 reports in another order: a few ulp
     assert f(point) == pytest.approx(oue_reference(z1, th0, 1.0).sum(), rel=1e-12)
     pm.set_data({"reports": z2}, model=model)
+    # the NumPy reference and the graph evaluate the same log/log1p of the same probabilities,
+    # summed over 3 reports in another order: a few ulp
     assert f(point) == pytest.approx(oue_reference(z2, th0, 1.0).sum(), rel=1e-12)
 
 
@@ -347,6 +355,8 @@ def test_multi_freq_ldpy_aggregators_agree_with_ours():
     z = m.oue_perturb(items, 4, 1.0, rng)
     est = ef.multi_freq_ldpy_estimates(z, 1.0)
     ours = m.clip_normalize(m.oue_estimate(z, 1.0))
+    # multi-freq-ldpy's estimator and ours: the same affine map of the same counts then a
+    # clip-normalise (+ - * / only), a few ulp; atol for zeros
     np.testing.assert_allclose(est["mfl MI"], ours, rtol=1e-10, atol=1e-12)
     ibu = est["mfl IBU"]
     assert np.all(ibu >= 0) and abs(ibu.sum() - 1.0) < 1e-8

@@ -271,7 +271,11 @@ def test_log_cdfs_match_brute_force(kind):
         (p_lo, p_hi, "poisson", (9.0,)),
     ):
         ref = np.array([count_logcdf(fam, cp, kind, prm, v) for v in vals])
+        # brute-force log-space sums over every count and noise value (exact terms, logsumexp) vs
+        # ours through libm: 1e-12 relative is ~9000 ulp; atol for CDFs near log 1 = 0
         np.testing.assert_allclose(got_lo, ref[:, 0], rtol=1e-12, atol=1e-10)
+        # brute-force log-space sums over every count and noise value (exact terms, logsumexp) vs
+        # ours through libm: 1e-12 relative is ~9000 ulp; atol for CDFs near log 1 = 0
         np.testing.assert_allclose(got_hi, ref[:, 1], rtol=1e-12, atol=1e-10)
 
 
@@ -355,7 +359,11 @@ def test_noise_logp_and_logcdf(kind):
         if kind in DISCRETE:
             vals = np.round(vals)
         lp, lc = f(vals)
+        # the noise's own pmf / cdf by an independent NumPy formula (tests/noise_pmfs.py): a few
+        # ulp of log/log1p/exp each, 1e-12 is ~9000 ulp
         np.testing.assert_allclose(lp, noise_logpmf(kind, vals, prm), rtol=1e-12, atol=1e-12)
+        # the noise's own pmf / cdf by an independent NumPy formula (tests/noise_pmfs.py): a few
+        # ulp of log/log1p/exp each, 1e-12 is ~9000 ulp
         np.testing.assert_allclose(lc, noise_logcdf(kind, vals, prm), rtol=1e-12, atol=1e-12)
 
 
@@ -408,6 +416,8 @@ def test_discrete_gaussian_proposals_bound():
         acc = np.exp(-((np.abs(k) - sigma**2 / t) ** 2) / (2 * sigma**2))
         worst = min(worst, float(np.sum(prop * acc)))
     assert worst > 0.44
+    # not a rounding tolerance: the design bound on a draw failing every proposal (module docstring
+    # of pymc_dpnoise.noise)
     assert (1 - worst) ** DG_PROPOSALS < 1e-24
 
 
@@ -427,7 +437,11 @@ def test_spec_constructors_and_repr():
         spec = SPEC[kind](1.7)
         k = np.arange(-400, 401)
         np.testing.assert_allclose(
-            spec.variance, np.sum(k**2 * np.exp(noise_logpmf(kind, k, 1.7))), rtol=1e-10
+            # a variance by a direct sum of k^2 pmf over the support (terms of one sign, a few ulp
+            # each): 1e-10 relative
+            spec.variance,
+            np.sum(k**2 * np.exp(noise_logpmf(kind, k, 1.7))),
+            rtol=1e-10,
         )
 
 
@@ -576,6 +590,8 @@ def test_out_of_support_values():
             pmd.NoisyBinomial.dist(10, 0.3, noise.DiscreteGaussian(1.0), lower=0, upper=10), k
         ).eval()
     ).sum()
+    # a pmf summed over its whole support: terms from exp of log pmfs (a few ulp each), summed in
+    # order over < 1e4 terms: ~1e4 u < 1e-12
     np.testing.assert_allclose(total, 1.0, rtol=1e-12)
 
 
@@ -625,6 +641,8 @@ def test_per_release_noise_and_shapes():
             ),
             vals[i],
         ).eval()
+        # the same compiled formulas, batched or one release at a time: bitwise in principle, a few
+        # ulp from a vectorised libm path
         np.testing.assert_allclose(lp[i], single, rtol=1e-12)
     with pm.Model(coords={"g": ["a", "b", "c"]}) as m:
         p = pm.Beta("p", 1, 1, dims="g")

@@ -93,6 +93,8 @@ def test_linreg_logp_matches_scipy_on_extreme_grid(linreg_fn):
         ref = linreg_logp_ref(value, **p)
         err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
         worst = max(worst, err.max())
+    # against scipy's multivariate normal (Cholesky of 3x3, cond <= 1e3): m^2 u cond ~ 1e-12 of the
+    # log density's terms, 1e-10
     assert worst < 1e-10, worst
 
 
@@ -113,6 +115,8 @@ def test_linreg_ill_conditioned_is_as_accurate_as_float64_allows(linreg_fn):
     got = linreg_fn(value, theta, 0.03, cov, np.full(3, 0.03), 0.03)
     err = np.max(np.abs(got - ref) / np.maximum(1.0, np.abs(ref)))
     assert np.linalg.cond(C) > 1e6
+    # a factorization bound: m^2 u cond(C) (here cond * 1e-16, u = 1.1e-16 for m = 3), capped at
+    # 1e-10
     assert err < np.linalg.cond(C) * 1e-16 and err < 1e-10, err
 
 
@@ -131,6 +135,8 @@ def test_linreg_paper_factorisation_equals_joint_gaussian():
         rows[:, d], h @ theta, np.sqrt(theta @ A @ theta + sigma**2 + sy**2)
     )
     got = pm.logp(PerturbedLinReg.dist(theta, sigma, cov, sx, sy), rows).eval()
+    # the paper's closed form and ours: the same products of a 2x2 / 3x3 and one log det, a few ulp
+    # times cond <= 10: 1e-11
     np.testing.assert_allclose(got, paper, rtol=1e-11)
 
 
@@ -178,6 +184,8 @@ def test_linreg_summed_logp_uses_scatter_matrix_and_pointwise_stays_per_report()
     params = dict(LIN_TYPICAL, theta=point["theta"], sigma=0.5)
     prior = stats.norm(0, 5).logpdf(point["theta"]).sum() + stats.halfnorm(0, 1).logpdf(0.5)
     ref = linreg_logp_ref(z, **params).sum() + prior
+    # against scipy's multivariate normal (Cholesky, cond <= 1e3): m^2 u cond ~ 1e-12 of the terms,
+    # 1e-10 relative
     assert abs(f(point) - ref) <= 1e-10 * abs(ref)
     # gradient against central finite differences of the (cheap) summed logp
     grad = g(point)
@@ -215,8 +223,12 @@ def test_scatter_rewrite_leaves_parameter_dependent_rows_alone():
     w = rng.normal(size=(7, 3))
     assert any(isinstance(n.op, pt.math.Dot) for n in f.maker.fgraph.apply_nodes)
     expected = -0.5 * np.einsum("ij,jk,ik->", w, P0 @ P0.T, w) + 14.0
+    # against scipy's multivariate normal (Cholesky, cond <= 1e3): m^2 u cond ~ 1e-12 of the terms,
+    # 1e-10 relative
     assert abs(f(w) - expected) < 1e-10 * abs(expected)
     fc = pytensor.function([], pt.sum(-0.5 * pt.sum(pt.dot(pt.constant(w), P) * w, axis=1) + 2.0))
+    # against scipy's multivariate normal (Cholesky, cond <= 1e3): m^2 u cond ~ 1e-12 of the terms,
+    # 1e-10 relative
     assert abs(fc() - expected) < 1e-10 * abs(expected)
     assert not any(
         isinstance(v, Constant) and np.shape(v.data) == w.shape for v in fc.maker.fgraph.variables
@@ -252,6 +264,8 @@ def test_expected_sigmoid_matches_adaptive_quadrature_for_large_sd(esig_fn):
     m, s = (a.ravel() for a in np.meshgrid(ms, ss))
     ref = np.array([expected_sigmoid_ref(a, b) for a, b in zip(m, s, strict=True)])
     got = esig_fn(m, s**2)[0]
+    # Cholesky-based forms against numpy.linalg (cond <= 1e2, values of order 1): m^2 u cond ~
+    # 1e-13, 1e-10 absolute
     assert np.max(np.abs(got - ref)) < 1e-10, np.max(np.abs(got - ref))
     # a 200-node Gauss-Hermite rule fails here (why the accurate mode switches rules)
     x, w = np.polynomial.hermite.hermgauss(200)
@@ -274,6 +288,7 @@ def test_logreg_logp_matches_reference_on_extreme_grid(logreg_fns):
         ref = logreg_logp_ref(value, **p)
         worst = max(worst, np.max(np.abs(got - ref) / np.maximum(1.0, np.abs(ref))))
         assert all(np.all(np.isfinite(gr)) for gr in grads)
+    # reference by adaptive quadrature over the logistic label (~1e-11) and libm: 1e-9
     assert worst < 1e-9, worst
 
 
@@ -300,6 +315,8 @@ def test_logreg_one_feature_by_direct_integration_over_x(logreg_fns):
                     integrand, lo, hi, points=[zx, 0.0], epsabs=0.0, epsrel=1e-12, limit=500
                 )
                 got = f(np.array([[zx, zy]]), [theta], [[cov]], [sx], eps)[0][0]
+                # reference by quadrature over the logistic label (~1e-12) and libm on a log
+                # density of order 1: 1e-9 absolute
                 assert abs(got - np.log(ref)) < 1e-9, (theta, cov, sx, eps, zx, zy)
 
 
@@ -357,6 +374,8 @@ def test_logreg_labels_sum_to_one_over_z_y(logreg_fns):
     for f in logreg_fns.values():
         l1 = f(np.column_stack([zx, np.ones(6)]), p["theta"], p["cov"], p["sigma_x"], p["eps"])[0]
         l0 = f(np.column_stack([zx, np.zeros(6)]), p["theta"], p["cov"], p["sigma_x"], p["eps"])[0]
+        # a two-component mixture's logaddexp against scipy's marginal normal: a few ulp of log/exp
+        # times condition ~ 1, 1e-12 is ~9000 ulp
         np.testing.assert_allclose(np.logaddexp(l0, l1), marg.logpdf(zx), rtol=1e-12)
 
 
@@ -441,6 +460,8 @@ def test_chebyshev_expectation_equals_gauss_hermite_of_the_polynomial():
         c = rmath.chebyshev_sigmoid_coefficients(deg, interval)
         poly = np.polynomial.Chebyshev(c, domain=list(interval))
         ref = (w * poly(ms[:, None] + np.sqrt(2) * ss[:, None] * x)).sum(1) / np.sqrt(np.pi)
+        # probabilities from the same logistic formula clipped to [0, 1]: a few ulp of exp, 1e-12
+        # absolute
         np.testing.assert_allclose(got, np.clip(ref, 0, 1), atol=1e-12)
 
 
@@ -589,12 +610,14 @@ def test_clipping_and_budget_split():
     X = rng.normal(size=(1000, 3)) * 2
     Xc = clip_rows(X, 1.5)
     norms = np.linalg.norm(X, axis=1)
+    # row norms after clipping: a sqrt of d squares and one scaling, d u relative
     np.testing.assert_allclose(np.linalg.norm(Xc, axis=1), np.minimum(norms, 1.5), rtol=1e-12)
     inside = norms <= 1.5
     np.testing.assert_array_equal(Xc[inside], X[inside])
     np.testing.assert_allclose(
         Xc[~inside] / np.linalg.norm(Xc[~inside], axis=1, keepdims=True),
         X[~inside] / norms[~inside, None],
+        # row norms after clipping: a sqrt of d squares and one scaling, d u relative
         rtol=1e-12,
     )
     assert np.all(clip_rows(np.zeros((2, 2)), 1.0) == 0)
@@ -774,9 +797,13 @@ def test_blocks_equal_one_pass_value_and_gradient(block_fns, n):
                 np.isneginf(blk[0][[1, 4]]).all() and np.isfinite(np.delete(blk[0], [1, 4])).all()
             )
         fin = np.isfinite(one[0])
+        # the blocked and the one-block graph: the same terms summed in another order, (n - 1) u of
+        # same-sign terms
         np.testing.assert_allclose(blk[0][fin], one[0][fin], rtol=1e-12)
         for a, b in zip(blk[1:], one[1:], strict=True):
             assert np.all(np.isfinite(a))
+            # the blocked and the one-block graph's gradients: the same terms in another order, n u
+            # of the terms; atol for entries near 0
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-11)
 
 
@@ -820,8 +847,12 @@ def test_model_switches_to_blocks_and_keeps_per_report_logp(monkeypatch):
     assert max(i.ndim for i in scan.inputs) <= 2, [i.type for i in scan.inputs]
     r, b = ref(point), blk(point)
     assert abs(b[0] - r[0]) <= 1e-12 * abs(r[0])
+    # gradients of the blocked and the one-block graph: the same terms summed in another order (n u
+    # of the terms) and libm's few ulp: 1e-10 relative
     np.testing.assert_allclose(b[1], r[1], rtol=1e-10)
     assert b[2].shape == (n,)
+    # the blocked and the one-block graph: the same terms summed in another order, (n - 1) u of
+    # same-sign terms
     np.testing.assert_allclose(b[2], r[2], rtol=1e-12)
     # control: without the opaque spread op, PyTensor's scan_push_out_seq hoists the
     # quadrature out of the loop (the check above can fail)
@@ -852,8 +883,13 @@ def test_data_container_uses_its_current_length(monkeypatch):
                 pm.set_data({"z": z[:rows]})
         out, exp = fn(point), ref(point)
         assert out[2].shape == (rows,)
+        # the same log density before and after set_data to fewer rows: the same terms summed in
+        # another order, (n - 1) u
         assert abs(out[0] - exp[0]) <= 1e-12 * abs(exp[0])
+        # gradients: the same terms summed in another order, n u of the terms (which partly
+        # cancel): 1e-10
         np.testing.assert_allclose(out[1], exp[1], rtol=1e-10)
+        # the same terms summed in another order, (n - 1) u of same-sign terms
         np.testing.assert_allclose(out[2], exp[2], rtol=1e-12)
 
 
@@ -871,7 +907,10 @@ def test_blocks_numba_and_jax_agree_with_the_one_pass_graph(monkeypatch):
     for mode in (None, "JAX", "FAST_RUN"):
         fn = model.compile_fn(outs, inputs=model.value_vars, mode=mode)
         lp, grad = fn(point)
+        # the same log density compiled in another mode (Numba / C vs the Python VM): few-ulp libm
+        # differences on a well-conditioned sum, 1e-12 is ~9000 ulp
         assert abs(lp - ref[0]) <= 1e-12 * abs(ref[0]), mode
+        # gradients in another mode: few-ulp libm differences on terms that partly cancel, 1e-10
         np.testing.assert_allclose(grad, ref[1], rtol=1e-10, err_msg=str(mode))
 
 

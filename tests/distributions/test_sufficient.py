@@ -42,7 +42,11 @@ def test_moments_equal_isserlis_enumeration(glm, kw):
     mean, cov_s = _eval(glm, **kw)
     rmean, rcov = reference_moments(THETA, COV, glm, kw.get("sigma"), kw.get("order", 3))
     scale = max(1.0, np.abs(rcov).max())
+    # moments from the same sums in another order (n u of the scale) against a NumPy reference:
+    # 1e-12 of the scale
     assert np.abs(mean - rmean).max() <= 1e-12 * scale
+    # moments from the same sums in another order (n u of the scale) against a NumPy reference:
+    # 1e-12 of the scale
     assert np.abs(cov_s - rcov).max() <= 1e-12 * scale
     assert np.linalg.eigvalsh(cov_s).min() >= -1e-12 * scale
 
@@ -135,6 +139,8 @@ def test_logp_equals_scipy_and_grad_finite(glm):
     d = SSNormalApprox.dist(THETA, COV, 500.0, noise, glm, sigma)
     lp = float(pm.logp(d, z).eval())
     ref = stats.multivariate_normal(500 * rmean, 500 * rcov + noise).logpdf(z)
+    # against scipy's multivariate normal (Cholesky of 5x5, cond <= 1e3): m^2 u cond ~ 1e-12, 1e-10
+    # relative of max(1, |ref|)
     assert abs(lp - ref) <= 1e-10 * max(1.0, abs(ref))
     th = pt.dvector("th")
     d2 = SSNormalApprox.dist(th, COV, 500.0, noise, glm, sigma)
@@ -161,6 +167,8 @@ def test_backends_agree():
         f = pytensor.function([th], [logp, pytensor.grad(logp, th)], mode=mode)
         out[mode] = np.concatenate([np.atleast_1d(a) for a in f(THETA)])
     for mode in ("FAST_RUN", "JAX"):
+        # another backend's libm (Numba/LLVM, C, XLA may contract FMAs): few-ulp calls times the
+        # condition of a log density, 1e-10 relative is ~1e6 ulp; atol for values near 0
         np.testing.assert_allclose(out[mode], out["NUMBA"], rtol=1e-10)
 
 
@@ -170,6 +178,8 @@ def test_not_positive_definite_taylor_covariance_falls_back_to_quadrature():
     d = SSNormalApprox.dist(THETA * 12, COV, 10.0, np.zeros((9, 9)), "logistic")
     q = SSNormalApprox.dist(THETA * 12, COV, 10.0, np.zeros((9, 9)), "logistic", order="quadrature")
     z = np.zeros(9)
+    # a covariance given as noise_cov or as the equivalent quadratic form: two Cholesky paths of
+    # the same 5x5 (cond <= 1e2), m^2 u cond ~ 1e-13
     assert float(pm.logp(d, z).eval()) == pytest.approx(float(pm.logp(q, z).eval()), rel=1e-12)
 
 
@@ -294,6 +304,7 @@ def test_polynomial_sensitivity():
         t = np.linspace(-1, 1, 200001)
         brute = np.max(sum(2 - 2 * t**i for i in range(1, order + 1)))
         assert ms.polynomial_ss_sensitivity(order) ** 2 == pytest.approx(brute, rel=1e-8)
+    # sqrt and squares of a small rational expression: a few ulp
     assert ms.polynomial_ss_sensitivity(2) ** 2 == pytest.approx(4.5, rel=1e-10)
 
 
@@ -310,7 +321,9 @@ def _bisect_sigma(eps, delta, sens):
 @pytest.mark.parametrize("eps, delta, sens", [(1.0, 1e-5, 1.0), (0.1, 1e-5, 2.1), (3.0, 1e-8, 0.5)])
 def test_analytic_sigma_vs_independent_bisection(eps, delta, sens):
     assert analytic_gaussian_sigma(eps, delta, sens) == pytest.approx(
-        _bisect_sigma(eps, delta, sens), rel=1e-9
+        # two root finders on the same monotone function, each to ~1e-12 relative: 1e-9
+        _bisect_sigma(eps, delta, sens),
+        rel=1e-9,
     )
 
 

@@ -198,6 +198,8 @@ def test_draws_match_density(case):
     mech = case.simulate(np.random.default_rng(5), params, 20_000)
     if case.support is not None:
         support, pmf = _pmf(case, params)
+        # a pmf summed over its whole (small) support: exp of log pmfs, a few ulp each, summed in
+        # order
         assert pmf.sum() == pytest.approx(1.0, abs=1e-10)
         assert _chi2_pvalue(draws, support, pmf) > 1e-3
         assert _chi2_pvalue(mech, support, pmf) > 1e-3
@@ -231,6 +233,8 @@ def test_pmf_sums_to_one_at_extremes(case):
             continue
         seen.add(key)
         pmf = np.exp(logp_function(case, support, _f64(params)))
+        # a pmf summed over its whole (small) support: exp of log pmfs, a few ulp each, summed in
+        # order
         np.testing.assert_allclose(pmf.sum(), 1.0, rtol=1e-10, err_msg=str(params))
 
 
@@ -260,6 +264,8 @@ def test_broadcasting_batch_parameters(case):
             core_shape = arr.shape[arr.ndim - core :]
             single[name] = np.broadcast_to(arr, shape + core_shape)[idx]
         expected = float(logp_function(case, value[idx], single))
+        # the same compiled function, batched or one report at a time: bitwise in principle, a few
+        # ulp from a vectorised libm path; abs for values near 0
         assert batch[idx] == pytest.approx(expected, rel=1e-12, abs=1e-12)
     draws = pm.draw(case.cls.dist(**params, size=shape), random_seed=1)
     assert draws.shape == value.shape
@@ -344,6 +350,9 @@ def _check_backends(case, settings_to_check):
         for name, mode in BACKENDS.items():
             f = _logp_dlogp(model, mode=mode)
             for (lp, g), (lp_ref, g_ref) in zip(map(f, points), ref, strict=True):
+                # another backend's libm (Numba/LLVM, C, XLA may contract FMAs): few-ulp calls
+                # times the condition of a log density, 1e-10 relative is ~1e6 ulp; atol for values
+                # near 0
                 np.testing.assert_allclose(lp, lp_ref, rtol=1e-10, err_msg=f"{name} {settings}")
                 np.testing.assert_allclose(
                     g, g_ref, rtol=1e-7, atol=1e-9 * (1 + abs(lp_ref)), err_msg=f"{name}"
@@ -363,6 +372,8 @@ def test_backends_agree(case):
         params = _f64(params)
         ours = logp_function(case, value, params, mode="NUMBA")
         ref = logp_function(case, value, params, mode=TEST_MODE)
+        # another backend's libm (Numba/LLVM, C, XLA may contract FMAs): few-ulp calls times the
+        # condition of a log density, 1e-10 relative is ~1e6 ulp; atol for values near 0
         np.testing.assert_allclose(ours, ref, rtol=1e-10, atol=1e-12, err_msg="numba grid")
 
 

@@ -532,6 +532,8 @@ def test_observe_do(spec, cheap_mode):
             observed = pm.observe(prior, {"obs": data})
             ref = model_of(spec.name).point_logps(round_vals=10)
             got = observed.point_logps(round_vals=10)
+            # point_logps(round_vals=10) rounds both sides to 1e-10 absolute; the values are of
+            # order 10-1000
             np.testing.assert_allclose(got["obs"], ref["obs"], rtol=1e-10)
         var, value = spec.do
         intervened = pm.do(observed, {var: value})
@@ -733,6 +735,8 @@ def test_loo_reports_without_information(cheap_mode):
     np.testing.assert_array_equal(res.pareto_k.values[empty], 0.0)
     np.testing.assert_allclose(elpd_i[~empty], ref.elpd_i.values, rtol=1e-10)
     assert res.n_data_points == len(reports)
+    # LOO's elpd on the same log-likelihood values plus the empty-group terms: sums in another
+    # order (n u of the terms) and PSIS's exp/log, 1e-10
     np.testing.assert_allclose(res.elpd, ref.elpd + ll.values[0, 0, empty].sum(), rtol=1e-10)
 
 
@@ -757,9 +761,13 @@ def test_loo_count_compressed_reports(cheap_mode):
     lb = b.log_likelihood["obs"]
     assert lb.shape[-1] == len(reports) and lb.attrs["pointwise_unit"].startswith("one report")
     order = np.argsort(reports, kind="stable")
+    # the same log-likelihood values reordered: bitwise, up to a few ulp where the graph evaluates
+    # them in another batch layout
     np.testing.assert_allclose(lb.values, a.log_likelihood["obs"].values[..., order], rtol=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        # LOO on the same values in another order: sums in another order (n u of the terms) and
+        # PSIS's exp/log, 1e-10
         np.testing.assert_allclose(pmd.loo(b).elpd, pmd.loo(a).elpd, rtol=1e-10)
     # weights are not multiplicities: refused
     with pm.Model() as weighted:

@@ -124,7 +124,10 @@ def test_second_derivatives_come_from_the_graph():
         g = pytensor.grad(v.sum(), lq)
         h = pytensor.grad(g.sum(), lq)
         vals.append(pytensor.function([lq], [g, h], mode=TEST_MODE)(np.array([-1.4])))
+    # the kernel and its dense graph evaluate the same window terms in another order: (window - 1)
+    # u of same-sign terms, far below 1e-12
     np.testing.assert_allclose(vals[0][0], vals[1][0], rtol=1e-12)
+    # second derivatives: the same terms in another order, which partly cancel: 1e-10
     np.testing.assert_allclose(vals[0][1], vals[1][1], rtol=1e-10)
     assert vals[0][1][0] < 0.0
 
@@ -204,6 +207,8 @@ def test_numba_and_jax_match_the_python_kernel(family):
         got = pytensor.function([yv, hv, lv, sv], outs, mode=mode)(y, hi, lpar, s)
         for name, a, b in zip(("value", "d/dy", "d/dlpar", "d/dsigma"), got, ref, strict=True):
             scale = 1.0 + np.abs(b) + (np.abs(y) + hi.clip(0, 1e8)) / sigma
+            # another backend, relative to 1 + |ref| + (|y| + n)/sigma (the terms that cancel):
+            # few-ulp libm differences, 1e-12 is ~9000 ulp of that scale
             assert (np.abs(np.asarray(a) - b) / scale).max() < 1e-12, (mode, name)
     import jax
 
@@ -212,4 +217,6 @@ def test_numba_and_jax_match_the_python_kernel(family):
     f = kernel(family, width, iters, grad=False)
     g = jax.grad(lambda lp: f(y, hi, lp, s).sum())(lpar)
     scale = 1.0 + np.abs(ref[2]) + (np.abs(y) + hi.clip(0, 1e8)) / sigma
+    # JAX's gradient against the Python VM's, relative to 1 + |ref| + (|y| + n)/sigma (the terms
+    # that cancel): few-ulp libm, 1e-12 is ~9000 ulp of that scale
     assert (np.abs(np.asarray(g) - ref[2]) / scale).max() < 1e-12

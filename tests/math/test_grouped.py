@@ -99,6 +99,8 @@ def _check(kind, mode):
     for g, r in zip(grads, ref_grads, strict=True):
         want = np.bincount(GROUP, r, minlength=N_GROUPS)
         scale = np.bincount(GROUP, np.abs(r), minlength=N_GROUPS)
+        # grouped gradients are the same terms summed per group (in another order): n u of the
+        # scale
         assert np.all(np.abs(g - want) <= 1e-12 * scale), (g, want)
         assert g[2] == g[5] == 0.0  # empty groups
 

@@ -185,6 +185,8 @@ def test_bound_holds_against_the_exact_logp(case):
                 lp, bound = summ(s.packed, th, c, sxx)
                 assert np.isfinite(lp) and np.isfinite(bound)
                 assert abs(ex - lp) <= bound, (th, abs(ex - lp), bound)
+                # the bound computed twice by the same formula (sqrt, products) from stored values:
+                # a few ulp, 1e-9
                 assert bound == pytest.approx(s.bound(th, cov=c, sigma_x=sxx), rel=1e-9)
                 checked += 1
     assert checked == 54
@@ -228,6 +230,8 @@ def test_engines_agree(tmp_path):
     for data in (df, str(path)):
         with pytest.warns(UserWarning, match="recentring did not settle"):
             got = summarize_logreg(data, 0.5, 1.0, columns=["a", "b", "y"], **kw).packed
+        # the same summary from a DataFrame and from a parquet file: the same values, sums in
+        # another order, 1e-10; atol for entries near 0
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-9)
 
 
@@ -242,6 +246,8 @@ def test_model_logp_penalty_and_gradient():
     summ = _summary_fn(2)(1.0)
     for th in (s.theta_pilot, s.theta_pilot + 2.0):
         lp, bound = summ(s.packed, th, np.eye(2), np.full(2, 0.5))
+        # the same expression evaluated by the model and by the summary's own method: a few ulp
+        # from the rewrite order
         assert f({"theta": th}) == pytest.approx(lp - max(bound - 1.0, 0.0), rel=1e-12)
     assert s.bound(s.theta_pilot + 2.0, cov=np.eye(2)) > 1.0  # the penalty was exercised
     g = m.compile_dlogp()({"theta": s.theta_pilot})

@@ -78,8 +78,15 @@ def _delta_prob_space(sigma, eps, sens):
 def test_analytic_gaussian_agrees_with_independent_bisection(eps, delta, sens):
     """An independent root-finder (brentq, probability space) gives the same sigma."""
     ref = optimize.brentq(
-        lambda s: _delta_prob_space(s, eps, sens) - delta, 1e-3 * sens, 1e4 * sens, xtol=1e-14
+        lambda s: _delta_prob_space(s, eps, sens) - delta,
+        1e-3 * sens,
+        1e4 * sens,
+        # brentq's own stopping tolerance in sigma (>= 1e-3): not a comparison; the comparison
+        # below is 1e-9 relative
+        xtol=1e-14,
     )
+    # two root finders (ours in log space, brentq in probability space) on the same monotone
+    # function, each to ~1e-12: 1e-9 relative
     assert m.analytic_gaussian_sigma(eps, delta, sens) == pytest.approx(ref, rel=1e-9)
 
 

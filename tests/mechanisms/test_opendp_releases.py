@@ -54,6 +54,7 @@ def test_clipped_laplace_map_and_noise(epsilon):
     rng = np.random.default_rng(1)
     x = rng.normal(1.0, 3.0, size=4000)
     rel = release_clipped_laplace(x, -5.0, 5.0, epsilon)
+    # a parameter read back (stored value or one exp/log/sqrt of it): a few ulp, 1e-12 is ~9000 ulp
     assert rel.epsilon == pytest.approx(epsilon, rel=1e-12)
     assert rel.model_kwargs == {"lower": -5.0, "upper": 5.0, "epsilon": epsilon}
     noise = rel.reports - np.clip(x, -5.0, 5.0)
@@ -66,6 +67,7 @@ def test_krr_and_sue_maps_and_frequencies():
     k, eps, n = 4, 1.0, 6000
     items = np.full(n, 2)
     rel = release_krr(items, k, eps)
+    # a parameter read back (stored value or one exp/log/sqrt of it): a few ulp, 1e-12 is ~9000 ulp
     assert rel.epsilon == pytest.approx(eps, rel=1e-12)
     keep = np.exp(eps) / (np.exp(eps) + k - 1)
     expected = np.full(k, (1 - keep) / (k - 1) * n)
@@ -73,6 +75,7 @@ def test_krr_and_sue_maps_and_frequencies():
     assert stats.chisquare(np.bincount(rel.reports, minlength=k), expected).pvalue > 1e-3
 
     rel = release_sue(np.full(2000, 1), 3, eps)
+    # a parameter read back (stored value or one exp/log/sqrt of it): a few ulp, 1e-12 is ~9000 ulp
     assert rel.epsilon == pytest.approx(eps, rel=1e-12)
     assert rel.reports.shape == (2000, 3) and set(np.unique(rel.reports)) <= {0, 1}
     keep_bit = np.exp(eps / 2) / (1 + np.exp(eps / 2))
@@ -193,6 +196,8 @@ def test_spec_logp_is_thepmf_of_the_checks():
     want += [pmf_discrete_gaussian(k, 0.5), pmf_discrete_gaussian(k, 20.0)]
     for g, w in zip(got, want, strict=True):
         finite = w > 1e-300
+        # our log pmf against an exact pmf computed independently (log of a normalised sum, a few
+        # ulp): 1e-10 relative; atol for values near 0
         np.testing.assert_allclose(g[finite], np.log(w[finite]), rtol=1e-10, atol=1e-12)
 
 
@@ -299,6 +304,7 @@ def test_count_releases_state_their_budget_and_noise():
         lambda: release_discrete_gaussian_counts(counts, rho=0.02),
         lambda r: _noise_pvalue(r.reports - 7, "gaussian", sigma),
     )
+    # a parameter read back (stored value or one exp/log/sqrt of it): a few ulp, 1e-12 is ~9000 ulp
     assert rel.rho == pytest.approx(0.02, rel=1e-12) and rel.epsilon is None
     assert rel.model_kwargs == {"noise": noise.DiscreteGaussian(sigma)}
     assert rel.reports.shape == counts.shape and rel.reports.dtype == np.int64
@@ -316,6 +322,7 @@ def test_count_releases_state_their_budget_and_noise():
         ),
         lambda r: chisq_pvalue(r.reports.astype(np.int64), support, censored),
     )
+    # a parameter read back (stored value or one exp/log/sqrt of it): a few ulp, 1e-12 is ~9000 ulp
     assert rel.epsilon == pytest.approx(0.5, rel=1e-12) and rel.rho is None
     assert rel.model_kwargs == {"noise": noise.DiscreteLaplace(2.0), "lower": 0}
     assert rel.reports.min() >= 0

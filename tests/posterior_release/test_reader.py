@@ -125,6 +125,8 @@ def test_loglik_equals_enumeration_of_data_sets(n):
         points += [(rng.uniform(0.01, 0.99), rng.uniform(0.01, 0.99, (2, 2))) for _ in range(3)]
         for pi, theta in points:
             got, want = f(z, pi, theta, b), brute_loglik(terms, pi, theta)
+            # brute-force log likelihood (exact terms, logsumexp) against ours through libm: few
+            # ulp on values of order 10, 1e-10 absolute
             assert abs(got - want) < 1e-10, (n, b, pi, theta, got, want)
 
 
@@ -135,7 +137,10 @@ def test_exact_posterior_evidence_equals_enumeration(prior):
         z = release_vector(n, rng)
         post = ExactPosterior(NaiveBayesRelease(z, n, b), prior)
         want = brute_evidence(data_set_terms(z, n, b, 2), n, *prior)
+        # the evidence as a brute-force sum over every data set (exact terms) against the closed
+        # form (lgamma/betaln, few ulp): 1e-10 absolute on values of order 10
         assert abs(post.log_evidence - want) < 1e-10
+        # a normalised log pmf: logsumexp of terms that sum to 1, a few ulp
         assert abs(logsumexp(post.log_pk)) < 1e-12
 
 
@@ -159,9 +164,13 @@ def test_exact_posterior_is_the_models_posterior():
 
     wt, g = integrate([(u, wu)] * 3)
     post = ExactPosterior(NaiveBayesRelease(z, n, b), 1.0)
+    # log of a quadrature sum against the closed-form evidence (lgamma/betaln, few ulp each):
+    # Gauss-Legendre exact for these polynomial integrands up to rounding, 1e-10
     assert abs(np.log(wt.sum()) - post.log_evidence) < 1e-10
     e_pi, _, e_th = post.means()
+    # posterior means: ratios of the same exactly-integrated sums, a few ulp of values of order 1
     assert abs((wt * g[:, 0]).sum() / wt.sum() - e_pi) < 1e-12
+    # posterior means: ratios of the same exactly-integrated sums, a few ulp of values of order 1
     np.testing.assert_allclose((wt[:, None] * g[:, 1:]).sum(0) / wt.sum(), e_th[0], atol=1e-12)
     # predictive P(Y = 1 | x) for x = 0 and 1
     pi_g, t0, t1 = g.T
@@ -169,12 +178,14 @@ def test_exact_posterior_is_the_models_posterior():
         j1 = pi_g * (t1 if xv else 1 - t1)
         j0 = (1 - pi_g) * (t0 if xv else 1 - t0)
         want = (wt * j1).sum() / (wt * (j0 + j1)).sum()
+        # a predictive probability: ratios of the same exactly-integrated sums, a few ulp
         assert abs(post.predict_proba([[xv]])[0] - want) < 1e-12
     # posterior CDFs at a point: the coordinate of interest integrated over [0, q]
     qc, qt = post.cdf(0.3, np.array([[0.6, 0.25]]))
     for coord, q, got in ((0, 0.3, qc), (1, 0.6, qt[0, 0]), (2, 0.25, qt[0, 1])):
         nodes = [(u, wu)] * 3
         nodes[coord] = (q * u, q * wu)
+        # ratios of the same exactly-integrated sums, a few ulp
         assert abs(integrate(nodes)[0].sum() / wt.sum() - got) < 1e-12
 
 
@@ -242,6 +253,8 @@ def test_model_structure_and_logp():
     jac = np.sum(np.log(pi) + np.log1p(-pi)) + np.sum(np.log(th) + np.log1p(-th))
     want = beta_lp_jac(pi) + beta_lp_jac(th) + jac
     want += compiled_logp(8)(release_reports(rel), pi, th, rel.metadata["scale"])
+    # the same log density by the model and by a compiled reference of the same terms: libm few ulp
+    # on values of order 10-100, 1e-9 absolute
     assert abs(got - want) < 1e-9
 
 
@@ -415,6 +428,8 @@ def test_fourier_exact_posterior_evidence_equals_enumeration(eps):
             lz += -np.log(2 * B) - abs(cg - parity) / B
         vals.append(logm + lb + lz)
     post = ExactPosterior(rel, (a, b))
+    # the evidence as logsumexp over every data set (exact terms) against the closed form
+    # (lgamma/betaln, few ulp): 1e-10 absolute on values of order 10
     assert abs(post.log_evidence - logsumexp(vals)) < 1e-10
     e_pi, _, _ = post.means()
     assert 0 < e_pi < 1

@@ -171,6 +171,8 @@ def test_alg2_reconstruction_matches_explicit_fourier_basis(parents):
     exact = _fourier_tables(net, closure, parity)
     counts = net.counts(x)
     for i in counts:
+        # counts of 40 rows from sums of +-1 parities (exact in float64) and scalings by powers of
+        # 2: exact up to ~1e-14 absolute
         np.testing.assert_allclose(exact[i], counts[i], atol=1e-10)
     # the released tables are Theorem 2 applied to the released coefficients
     rel = m.fourier_posterior_updates(x, net, 1.0, rng(8), t=1.0)
@@ -700,6 +702,7 @@ def test_issue22_log_betainc_where_betainc_underflows(a, b, x):
         lambda t: np.exp(h(t) - h(x)), 0, x, points=[x * 0.999, x * 0.99], epsabs=0, epsrel=1e-12
     )
     ref = math.log(val) + h(x) - special.betaln(a, b)
+    # quad with epsrel 1e-12 and lgamma/betaln (few ulp): 1e-11 relative
     assert float(log_betainc(a, b, x)) == pytest.approx(ref, rel=1e-11)
 
 

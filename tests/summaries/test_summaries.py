@@ -310,6 +310,8 @@ def test_normal_summary_distribution_logp_and_draws():
     logp_fn = model.compile_logp(vars=[model["z"]], sum=True)
     point = {"mu": 1.0, "sigma_log__": np.log(2.0)}
     expected = _compare_fn("normal")(s.table, z, 1.0, 1.0, 2.0)[0]
+    # the summary model's compiled logp against the same formulas compiled directly: a few ulp from
+    # the rewrite order
     np.testing.assert_allclose(logp_fn(point), expected, rtol=1e-12)
     # draws: N simulated reports, binned with the same expression as summarize()
     draw = pm.draw(
@@ -339,6 +341,8 @@ def test_exponential_summary_distribution():
         pmd.LaplacePerturbedClippedExponentialSummary("z", lam, observed=s)
     logp_fn = model.compile_logp(vars=[model["z"]], sum=True)
     expected = _compare_fn("exponential")(s.table, z, 2.0, 0.5, 5.0)[0]
+    # the summary model's compiled logp against the same formulas compiled directly: a few ulp from
+    # the rewrite order
     np.testing.assert_allclose(logp_fn({"lam_log__": np.log(0.5)}), expected, rtol=1e-12)
     draw = pm.draw(
         pmd.LaplacePerturbedClippedExponentialSummary.dist(0.5, 5.0, 2.0, n=1000, n_bins=24),
@@ -510,6 +514,8 @@ def test_histogram_summary_feeds_the_likelihoods():
         s = summaries.summarize_histogram(z)
         full = pm.logp(cls.dist(p=p, epsilon=1.5), z).sum().eval()
         comp = pm.logp(cls.dist(p=p, epsilon=1.5, counts=s.counts), s.patterns).sum().eval()
+        # the compressed (patterns x counts) and the full log density: the same log terms,
+        # multiplied by counts instead of repeated, (n - 1) u of same-sign terms
         np.testing.assert_allclose(comp, full, rtol=1e-12)
 
 
@@ -538,16 +544,26 @@ def test_regression_summary_engines_agree(tmp_path):
     y = x @ np.array([1.0, -0.5, 2.0]) + rng.normal(0.0, 0.3, n)
     w = np.column_stack([x + rng.normal(0, 0.5, x.shape), y + rng.normal(0, 0.5, n)])
     ref = summaries.summarize_regression(w)
-    np.testing.assert_allclose(ref.scatter, w.T @ w, rtol=1e-12)
-    np.testing.assert_allclose(ref.xty, w[:, :d].T @ w[:, d], rtol=1e-12)
-    assert ref.n == n and ref.yty == pytest.approx(w[:, d] @ w[:, d], rel=1e-12)
+    # sums of n = 9000 products in two orders (our blocks vs BLAS): (n - 1) u sum|terms| = 1e-12 of
+    # sum|terms|, and an off-diagonal entry is ~sqrt(n) = 95 times smaller than sum|terms|
+    # (independent columns): 1e-10 relative worst case, 1e-9 (was 1e-12)
+    np.testing.assert_allclose(ref.scatter, w.T @ w, rtol=1e-9)
+    # sums of n = 9000 products of both signs in two orders: (n - 1) u sum|terms| is ~1e-10 of the
+    # result, 1e-9 (was 1e-12)
+    np.testing.assert_allclose(ref.xty, w[:, :d].T @ w[:, d], rtol=1e-9)
+    # n = 9000 same-sign squares in two orders: (n - 1) u = 1e-12 worst case, 1e-11 (was 1e-12)
+    assert ref.n == n and ref.yty == pytest.approx(w[:, d] @ w[:, d], rel=1e-11)
     cols = {f"c{j}": w[:, j] for j in range(d + 1)}
     for name, data in _frames(tmp_path, cols, "reg").items():
         got = summaries.summarize_regression(data)
         assert got.n == n, name
         scale = np.abs(ref.scatter).max()
-        np.testing.assert_allclose(got.scatter / scale, ref.scatter / scale, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=1e-12 * n)
+        # the same n = 9000 sums read from another file format, in another order: (n - 1) u = 1e-12
+        # of the scale worst case, 1e-11 (was 1e-12)
+        np.testing.assert_allclose(got.scatter / scale, ref.scatter / scale, rtol=0, atol=1e-11)
+        # sums of n = 9000 values of both signs in another order: (n - 1) u sum|x|, sum|x| < n for
+        # these draws, so 1e-11 n absolute (was 1e-12 n)
+        np.testing.assert_allclose(got.sums, ref.sums, rtol=1e-12, atol=1e-11 * n)
     with pytest.raises(ValueError, match="finite"):
         summaries.summarize_regression(np.array([[1.0, np.inf]]))
     frames = _frames(tmp_path, {"a": [0.0, 1.0, np.nan], "b": [1.0, 0.0, 0.0]}, "regnan")
@@ -575,7 +591,9 @@ def test_summaries_on_dask_local_cluster():
     ref = summaries.summarize_histogram(bits)
     np.testing.assert_array_equal(hb.patterns, ref.patterns)
     np.testing.assert_array_equal(hb.counts, ref.counts)
-    np.testing.assert_allclose(sw.scatter, w.T @ w, rtol=1e-12)
+    # a scatter matrix from dask partitions and by BLAS: sums of both signs in two orders, (n - 1)
+    # u sum|terms| relative to an entry up to sqrt(n) smaller: 1e-9 (was 1e-12)
+    np.testing.assert_allclose(sw.scatter, w.T @ w, rtol=1e-9)
 
 
 # ---- the CLI's fit reads large files through the summary ------------------------------------
@@ -649,6 +667,8 @@ def test_linreg_summary_equals_per_report_likelihood_and_draws_are_wishart():
         kw = dict(theta=th, sigma=0.3, cov=cov, sigma_x=np.array([0.5, 0.6]), sigma_y=0.4)
         full = pm.logp(PerturbedLinReg.dist(**kw), w).sum().eval()
         comp = pm.logp(PerturbedLinRegSummary.dist(**kw, n=s.n), s.scatter).eval()
+        # the summary's log density (a trace and a log det of the scatter) against the per-row one:
+        # sums in another order and two Cholesky paths (cond <= 1e2), 1e-10
         np.testing.assert_allclose(comp, full, rtol=1e-10)
     with pm.Model() as model:
         t = pm.Normal("theta", 0.0, 5.0, shape=2)
