@@ -126,6 +126,7 @@ def check_hpd(iv, releases, spec, level, **kw):
 def _near_boundary(cdf, value, q):
     """Whether the reference CDF sits within rounding of ``q`` at ``value`` or below it (a
     tie that rounding may break either way)."""
+    # 1e-9: the reference CDF is a running sum of up to ~1e5 rounded terms
     return any(abs(cdf.get(v, 1.0) - q) < 1e-9 for v in (value, value - 1))
 
 
@@ -469,6 +470,7 @@ def ref_mean(zs, zc, s_spec, c_spec, level, lo, up, c_lower=None):
     total = cdf(up)
 
     def q(u):
+        # xtol 1e-13: the root-finder's own stopping rule on t (values ~1e2), not a comparison
         return optimize.brentq(lambda t: cdf(t) / total - u, lo, up, xtol=1e-13)
 
     def moment(k):  # the density in m peaks at zs / k (width: the noise's scale / k)

@@ -192,6 +192,7 @@ def test_tumult_keep_probability(eps, delta, d_in):
 
     counts = np.array([0, 1, 2, tau - 1, tau, tau + 4, tau + 40])
     got = thresholds.tumult_keep_probability(counts, eps, delta, d_in)
+    # 1e-12: a sum of at most a few hundred exp() terms on each side (libm: ~1 ulp each)
     np.testing.assert_allclose(got, [keep(n) for n in counts], rtol=1e-12)
     assert got[1] <= per_unit < keep(2)  # tau - 1 would break the guarantee
     rng = np.random.default_rng(5)
@@ -209,6 +210,7 @@ def test_tumult_partition_selection_matches_tumult_docs():
     d1, d2 = 3.8328565409781243e-22, 5.664238400088129e-21
     spec, tau = thresholds.tumult_partition_selection(1.0, d1)
     assert (spec, tau) == (noise.DiscreteLaplace(1.0), 50)
+    # rel 1e-12: Tumult's exact-arithmetic value against a few libm calls (see docstring)
     assert thresholds.tumult_keep_probability(1, 1.0, d1) == pytest.approx(d1, rel=1e-12)
     assert thresholds.tumult_partition_selection(2.0, d2, d_in=2) == (spec, 50)
     assert thresholds.tumult_partition_selection(1.0, d1 * 0.999)[1] == 51
@@ -242,6 +244,7 @@ def test_kept_keys_is_the_keep_probability_summed_over_the_count():
     got = m.compile_fn(m.potentials, inputs=[])({})
     for value, p in zip(got, (p_keep, p_keep_g), strict=True):
         want = kept.sum() * np.log(p) + (~kept).sum() * np.log1p(-p)
+        # 1e-10: the log CDF / SF graphs (log1p, logsumexp of libm terms) against log(p)
         np.testing.assert_allclose(value, want, rtol=1e-10)
     with pytest.raises(ValueError, match="`kept`"):
         with pm.Model():

@@ -265,6 +265,7 @@ def test_gradients_match_finite_differences(kind, params, lower, upper, noise_na
         d1 = (at(h) - at(-h)) / (2 * h)
         d2 = (at(2 * h) - at(-2 * h)) / (4 * h)
         fd = (4 * d1 - d2) / 3
+        # atol 1e-9: the difference quotient's rounding, ~1e-16 * |logp| / h, near a zero gradient
         np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
         assert np.isfinite(g)
 
