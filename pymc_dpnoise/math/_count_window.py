@@ -12,8 +12,13 @@ Numba backend compiled in ~10 CPU-s from empty caches for the count model of
 naive binomial model.
 
 This module evaluates **the same formulas** in one Numba kernel per release (bisection,
-window, log-sum-exp), with the derivatives in closed form from the softmax weights
-:math:`w_s = e^{f(s)}/\sum_t e^{f(t)}`:
+window, log-sum-exp), with one closed-form pmf per release: the window's terms are taken
+relative to the one at :math:`c`, :math:`f(s) - f(c) = \sum \log\frac{P(t+1)}{P(t)} -
+\tfrac12 (c - s)(2y - s - c)/\sigma^2` with the pmf's ratios (:math:`\log\frac{n-t}{t+1} +
+\ell`, :math:`\lambda - \log(t + 1)`) summed stepping out from :math:`c` (one logarithm per
+term, where the graph evaluates a saddle-point pmf per term; and the weights no longer carry
+the rounding of terms of size :math:`|f(c)|`, up to :math:`10^8`), and the derivatives in
+closed form from the softmax weights :math:`w_s = e^{f(s)}/\sum_t e^{f(t)}`:
 
 .. math::
 
@@ -60,6 +65,14 @@ def _expit(x):
     return e / (1.0 + e)
 
 
+@_helper
+def _log_ratio(s, n, lpar, binomial):
+    """log P(s + 1) / P(s) of the count, 0 <= s < n."""
+    if binomial:
+        return math.log(n - s) - math.log1p(s) + lpar
+    return lpar - math.log1p(s)
+
+
 @_njit
 def _window_kernel(y, hi, lpar, sigma, half_width, iters, binomial):
     """Per release: the window log-sum-exp and its derivatives in y, sigma and the family
@@ -93,26 +106,43 @@ def _window_kernel(y, hi, lpar, sigma, half_width, iters, binomial):
         for _ in range(iters):
             mid = math.floor(0.5 * (a + b))
             if mid < b:
-                if binomial:
-                    ratio = math.log(n - mid) - math.log1p(mid) + lq
-                else:
-                    ratio = lq - math.log1p(mid)
+                ratio = _log_ratio(mid, n, lq, binomial)
                 if ratio + (2.0 * (yi - mid) - 1.0) / two_s2 >= 0.0:
                     a = mid + 1.0
                     continue
             b = mid
         c = a
-        # the window's terms and their maximum
+        # the window's terms relative to the term at c (their maximum is then near 0 and
+        # the largest term's rounding, ~1e-8 where log P(c) ~ -1e8, cancels out of the
+        # weights): log P(s) / P(c) by the pmf's ratios stepping out from c (one log per
+        # term), the Gaussian's difference in closed form
+        base = (_log_binom_pmf(c, n, lq) if binomial else _log_poisson_pmf(c, lq)) - 0.5 * (
+            (yi - c) / sg
+        ) ** 2
         top = -np.inf
         for j in range(width):
+            buf[j] = -np.inf
+        lp = 0.0
+        for j in range(half_width, width):  # s = c, c + 1, ...
             s = c - half_width + j
-            if s < 0.0 or s > n:
-                buf[j] = -np.inf
-                continue
-            lp = _log_binom_pmf(s, n, lq) if binomial else _log_poisson_pmf(s, lq)
-            t = lp - 0.5 * ((yi - s) / sg) ** 2
+            if s > n:
+                break
+            if j > half_width:
+                lp += _log_ratio(s - 1.0, n, lq, binomial)
+            t = lp - 0.5 * (c - s) * (2.0 * yi - s - c) / sg**2
             buf[j] = t
             top = max(top, t)
+        lp = 0.0
+        for j in range(half_width - 1, -1, -1):  # s = c - 1, c - 2, ...
+            s = c - half_width + j
+            if s < 0.0:
+                break
+            lp -= _log_ratio(s, n, lq, binomial)
+            t = lp - 0.5 * (c - s) * (2.0 * yi - s - c) / sg**2
+            buf[j] = t
+            top = max(top, t)
+        if not math.isfinite(base):
+            top = base
         if not math.isfinite(top):
             out[i] = top if top == top else np.nan
             d_y[i] = d_sig[i] = d_par[i] = 0.0
@@ -126,7 +156,7 @@ def _window_kernel(y, hi, lpar, sigma, half_width, iters, binomial):
             sy += e * r
             ss += e * r * r
             sp += e * (s - mean)
-        out[i] = top + math.log(tot)
+        out[i] = base + top + math.log(tot)
         d_y[i] = -sy / tot / sg**2
         d_sig[i] = ss / tot / sg**3
         d_par[i] = sp / tot
