@@ -454,6 +454,7 @@ def _jax_from_graph(op, node):
     """The op on the JAX backend as its graph (:meth:`CountWindowOp.dense` and, for
     ``grad=True``, that graph's derivatives), compiled by PyTensor's JAX dispatcher."""
     import pytensor
+    from pytensor.compile.mode import get_mode
     from pytensor.graph.fg import FunctionGraph
     from pytensor.link.jax.dispatch import jax_funcify
 
@@ -467,6 +468,9 @@ def _jax_from_graph(op, node):
         d_sig, d_par = pytensor.grad(value.sum(), [sb, lb])
         outs = [value, pt.zeros_like(value), d_sig, d_par]
     fgraph = FunctionGraph(inputs, outs, clone=True)
+    # the rewrites PyTensor's JAX mode applies to a graph before compiling it (e.g. the
+    # bisection scan's last state as a static index)
+    get_mode("JAX").optimizer.rewrite(fgraph)
     return jax_funcify(fgraph)
 
 

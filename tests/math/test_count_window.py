@@ -301,3 +301,24 @@ def test_lower_tail_gradient_matches_finite_differences(family):
     ):
         fd = (f(*bump(h))[0] - f(*bump(-h))[0]) / (2 * h)
         np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.backend
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_clamped_likelihood_on_jax_matches_numba(family):
+    """The clamp atoms' kernel on the JAX backend (which compiles its graph) against Numba."""
+    pytest.importorskip("jax")
+    x, m = pt.dscalar("x"), pt.dvector("m")
+    y = np.array([0.0, 3.0, 71.0, 0.0, 941.0, 1200.0])
+    if family == "binomial":
+        n = np.array([40.0, 40.0, 300.0, 1200.0, 5000.0, 1200.0])
+        lp = ncm.noisy_binomial_logp(m, n, x, noise.DiscreteGaussian, 2.23, lower=0.0, upper=1200.0)
+        v = 0.2
+    else:
+        lp = ncm.noisy_poisson_logp(m, x, noise.DiscreteGaussian, 2.23, lower=0.0)
+        v = 30.0
+    outs = [lp, pytensor.grad(lp.sum(), x)]
+    got, ref = (pytensor.function([m, x], outs, mode=md)(y, v) for md in ("JAX", "NUMBA"))
+    # the graph against the kernel of the same sums: their terms' rounding (values ~1e3)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-12)
