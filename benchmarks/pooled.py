@@ -19,6 +19,11 @@ Cases (``--cases``, default all):
                    1,8,32); per release = the slope between the smallest and largest R.  An
                    R whose projected memory exceeds 60% of the machine's available memory is
                    skipped (and said so)
+``clamp``          per gradient of the ``areas`` model's likelihood (Numba, compiled logp +
+                   gradient, median of interleaved rounds): naive, unclamped, clamped (the
+                   releases as drawn: none at 0, so no atom is in the graph), clamped with the
+                   smallest 10% of releases set to 0 (their atoms gathered), and clamped with
+                   the releases in ``pm.Data`` (every release's pmf and atom evaluated)
 ``oue``            10 regions x 2,000 OUE reports, k = 8, ε = 1, regions far apart (θ_g ~
                    Dirichlet(5 β)), through ``pooled_histogram`` (non-centred logistic-normal
                    hierarchy, the default); naive: the same hierarchy with ``pm.Multinomial``
@@ -69,7 +74,7 @@ from _common import (  # noqa: E402
 
 NAME = "pooled"
 POSTERIOR_CASES = ("clipped", "areas", "oue", "oue-dirichlet")
-CASES = (*POSTERIOR_CASES, "memory", "grouped")
+CASES = (*POSTERIOR_CASES, "memory", "clamp", "grouped")
 FAMILIES = (
     "clipped-normal",
     "clipped-exponential",
@@ -243,6 +248,61 @@ def memory_worker(spec: dict) -> dict:
     }
 
 
+def clamp_worker(spec: dict) -> dict:
+    """µs per compiled logp + gradient of the areas model: clamped against unclamped."""
+    import numpy as np
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+    from pymc_dpnoise import noise
+
+    rng = np.random.default_rng(0)
+    n = rng.integers(20, 2001, size=200)
+    p_true = 1.0 / (1.0 + np.exp(-rng.normal(-1.0, 0.5, 200)))
+    dg = noise.DiscreteGaussian.from_rho(0.5)
+    released = np.maximum(dg.release(rng.binomial(n, p_true), rng), 0)
+    zeros = released.copy()
+    zeros[np.argsort(released)[:20]] = 0
+
+    def model(variant):
+        with pm.Model() as m:
+            p = pm.math.sigmoid(_normal_hierarchy("logit_p", 200, loc=-1.0))
+            if variant == "naive":
+                pm.Binomial("y", n=n, p=p, observed=np.clip(released, 0, n))
+            elif variant == "unclamped":
+                pmd.NoisyBinomial("y", n=n, p=p, noise=dg, observed=released)
+            else:
+                obs = {"clamped": released, "clamped, 10% at 0": zeros}.get(variant)
+                if obs is None:
+                    obs = pm.Data("obs", zeros)
+                pmd.NoisyBinomial("y", n=n, p=p, noise=dg, lower=0, observed=obs)
+        return m
+
+    fns, compile_cpu = {}, {}
+    for v in CLAMP_VARIANTS:
+        m = model(v)
+        c0 = cpu_now()
+        f = m.compile_fn([m.logp(), *m.dlogp()], inputs=m.value_vars)
+        point = m.initial_point()
+        f(point)
+        compile_cpu[v] = cpu_now() - c0
+        fns[v] = lambda f=f, point=point: f(point)
+    _, cpu, _ = time_variants(fns, ROUNDS)
+    return {
+        "us": {k: float(np.median(v)) * 1e6 for k, v in cpu.items()},
+        "compile_cpu": compile_cpu,
+    }
+
+
+CLAMP_VARIANTS = (
+    "naive",
+    "unclamped",
+    "clamped",
+    "clamped, 10% at 0",
+    "clamped, releases in pm.Data",
+)
+
+
 def grouped_worker(spec: dict) -> dict:
     """ns per report of one compiled logp + gradient, grouped against shared parameters."""
     import numpy as np
@@ -340,6 +400,8 @@ def worker(spec: dict) -> dict:
         return posterior_worker(spec)
     if kind == "memory":
         return memory_worker(spec)
+    if kind == "clamp":
+        return clamp_worker(spec)
     return grouped_worker(spec)
 
 
@@ -535,6 +597,38 @@ def main():
                         ("error", "note"),
                     ],
                 ),
+            ]
+        if "clamp" in cases:
+            res = run(dict(kind="clamp"), Path(tmp) / "clamp")
+            print(json.dumps(res), flush=True)
+            data["clamp"] = res
+            rows = [
+                dict(
+                    variant=v,
+                    us=res["us"][v],
+                    ratio=res["us"][v] / res["us"]["unclamped"],
+                    naive=res["us"][v] / res["us"]["naive"],
+                    compile_cpu=res["compile_cpu"][v],
+                )
+                for v in CLAMP_VARIANTS
+                if "us" in res
+            ]
+            body += [
+                "## Per gradient: the areas model clamped and unclamped\n",
+                f"µs per compiled logp + gradient (Numba, median of {ROUNDS} interleaved "
+                "rounds, CPU time; compile CPU-s in one process, in this order, so the first "
+                "also fills the shared caches).\n",
+                md_table(
+                    rows,
+                    [
+                        ("variant", "variant"),
+                        ("us", "µs/grad"),
+                        ("ratio", "/ unclamped"),
+                        ("naive", "/ naive"),
+                        ("compile_cpu", "compile CPU-s"),
+                    ],
+                ),
+                f"- failed: `{res['error']}`\n" if "error" in res else "",
             ]
         if "grouped" in cases:
             rows = []
