@@ -48,7 +48,8 @@ variable (and the per-group histograms), R-hat the maximum; ESS per CPU-s uses t
 
 Run: ``.venv/bin/python benchmarks/pooled.py`` (4 chains x 1000 + 1000;
 ``--quick`` = 2 chains x 300 + 300; ``--cases clipped,oue``; ``--samplers nutpie``;
-``--name pooled_counts`` writes ``results/pooled_counts.md`` instead of ``pooled.md``).
+``--name pooled_counts`` writes ``results/pooled_counts.md`` instead of ``pooled.md``;
+``--from-log LOG`` takes the cells an earlier run printed to LOG instead of running them).
 """
 
 from __future__ import annotations
@@ -410,7 +411,14 @@ def worker(spec: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
+#: results of cells an earlier run printed (``--from-log``), used instead of running them
+LOGGED: list[dict] = []
+
+
 def run(spec: dict, cache: Path) -> dict:
+    for r in LOGGED:
+        if "error" not in r and all(r.get(k) == v for k, v in spec.items()):
+            return r
     t = time.perf_counter()
     res, err = run_worker(__file__, spec, worker_env(cache))
     if res is None:
@@ -539,7 +547,16 @@ def main():
     ap.add_argument(
         "--name", default=NAME, help="results file name (benchmarks/results/NAME.md / .json)"
     )
+    ap.add_argument(
+        "--from-log",
+        help="a file of the JSON lines an earlier run printed: its cells are taken from it "
+        "instead of being run again (e.g. to finish an interrupted run)",
+    )
     args = ap.parse_args()
+    if args.from_log:
+        for line in Path(args.from_log).read_text().splitlines():
+            if line.startswith("{"):
+                LOGGED.append(json.loads(line))
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
