@@ -1105,6 +1105,10 @@ def _gathered_clamp(noise, parts, value, lower, upper, logp_fn, log_cdfs_fn):
     tensors = [*fam.params(), deg, shift, param]
     if any(d is None for t in tensors for d in t.type.shape):
         return None
+    if not all(d == 1 for d in param.type.shape):
+        # one noise parameter per release: the Gaussian kinds size their sums from its
+        # value, which a gathered graph would hide from them (a pm.Data one included)
+        return None
     shape = np.broadcast_shapes(
         np.shape(y_v), np.shape(lo_v), np.shape(hi_v), *(t.type.shape for t in tensors)
     )
