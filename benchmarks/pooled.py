@@ -19,6 +19,11 @@ Cases (``--cases``, default all):
                    1,8,32); per release = the slope between the smallest and largest R.  An
                    R whose projected memory exceeds 60% of the machine's available memory is
                    skipped (and said so)
+``clamp``          per gradient of the ``areas`` model's likelihood (Numba, compiled logp +
+                   gradient, median of interleaved rounds): naive, unclamped, clamped (the
+                   releases as drawn: none at 0, so no atom is in the graph), clamped with the
+                   smallest 10% of releases set to 0 (their atoms gathered), and clamped with
+                   the releases in ``pm.Data`` (every release's pmf and atom evaluated)
 ``oue``            10 regions x 2,000 OUE reports, k = 8, ε = 1, regions far apart (θ_g ~
                    Dirichlet(5 β)), through ``pooled_histogram`` (non-centred logistic-normal
                    hierarchy, the default); naive: the same hierarchy with ``pm.Multinomial``
@@ -42,7 +47,9 @@ posterior), median of interleaved rounds.  ESS is the minimum bulk ESS over ever
 variable (and the per-group histograms), R-hat the maximum; ESS per CPU-s uses the warm time.
 
 Run: ``.venv/bin/python benchmarks/pooled.py`` (4 chains x 1000 + 1000;
-``--quick`` = 2 chains x 300 + 300; ``--cases clipped,oue``; ``--samplers nutpie``).
+``--quick`` = 2 chains x 300 + 300; ``--cases clipped,oue``; ``--samplers nutpie``;
+``--name pooled_counts`` writes ``results/pooled_counts.md`` instead of ``pooled.md``;
+``--from-log LOG`` takes the cells an earlier run printed to LOG instead of running them).
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ from _common import (  # noqa: E402
 
 NAME = "pooled"
 POSTERIOR_CASES = ("clipped", "areas", "oue", "oue-dirichlet")
-CASES = (*POSTERIOR_CASES, "memory", "grouped")
+CASES = (*POSTERIOR_CASES, "memory", "clamp", "grouped")
 FAMILIES = (
     "clipped-normal",
     "clipped-exponential",
@@ -242,6 +249,61 @@ def memory_worker(spec: dict) -> dict:
     }
 
 
+def clamp_worker(spec: dict) -> dict:
+    """µs per compiled logp + gradient of the areas model: clamped against unclamped."""
+    import numpy as np
+    import pymc as pm
+
+    import pymc_dpnoise as pmd
+    from pymc_dpnoise import noise
+
+    rng = np.random.default_rng(0)
+    n = rng.integers(20, 2001, size=200)
+    p_true = 1.0 / (1.0 + np.exp(-rng.normal(-1.0, 0.5, 200)))
+    dg = noise.DiscreteGaussian.from_rho(0.5)
+    released = np.maximum(dg.release(rng.binomial(n, p_true), rng), 0)
+    zeros = released.copy()
+    zeros[np.argsort(released)[:20]] = 0
+
+    def model(variant):
+        with pm.Model() as m:
+            p = pm.math.sigmoid(_normal_hierarchy("logit_p", 200, loc=-1.0))
+            if variant == "naive":
+                pm.Binomial("y", n=n, p=p, observed=np.clip(released, 0, n))
+            elif variant == "unclamped":
+                pmd.NoisyBinomial("y", n=n, p=p, noise=dg, observed=released)
+            else:
+                obs = {"clamped": released, "clamped, 10% at 0": zeros}.get(variant)
+                if obs is None:
+                    obs = pm.Data("obs", zeros)
+                pmd.NoisyBinomial("y", n=n, p=p, noise=dg, lower=0, observed=obs)
+        return m
+
+    fns, compile_cpu = {}, {}
+    for v in CLAMP_VARIANTS:
+        m = model(v)
+        c0 = cpu_now()
+        f = m.compile_fn([m.logp(), *m.dlogp()], inputs=m.value_vars)
+        point = m.initial_point()
+        f(point)
+        compile_cpu[v] = cpu_now() - c0
+        fns[v] = lambda f=f, point=point: f(point)
+    _, cpu, _ = time_variants(fns, ROUNDS)
+    return {
+        "us": {k: float(np.median(v)) * 1e6 for k, v in cpu.items()},
+        "compile_cpu": compile_cpu,
+    }
+
+
+CLAMP_VARIANTS = (
+    "naive",
+    "unclamped",
+    "clamped",
+    "clamped, 10% at 0",
+    "clamped, releases in pm.Data",
+)
+
+
 def grouped_worker(spec: dict) -> dict:
     """ns per report of one compiled logp + gradient, grouped against shared parameters."""
     import numpy as np
@@ -339,6 +401,8 @@ def worker(spec: dict) -> dict:
         return posterior_worker(spec)
     if kind == "memory":
         return memory_worker(spec)
+    if kind == "clamp":
+        return clamp_worker(spec)
     return grouped_worker(spec)
 
 
@@ -347,7 +411,14 @@ def worker(spec: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
+#: results of cells an earlier run printed (``--from-log``), used instead of running them
+LOGGED: list[dict] = []
+
+
 def run(spec: dict, cache: Path) -> dict:
+    for r in LOGGED:
+        if "error" not in r and all(r.get(k) == v for k, v in spec.items()):
+            return r
     t = time.perf_counter()
     res, err = run_worker(__file__, spec, worker_env(cache))
     if res is None:
@@ -473,7 +544,19 @@ def main():
     ap.add_argument("--releases", default="1,8,32", help="memory case: numbers of releases")
     ap.add_argument("--families", default=",".join(FAMILIES), help="grouped case")
     ap.add_argument("--reports", type=int, default=10_000, help="grouped case: N")
+    ap.add_argument(
+        "--name", default=NAME, help="results file name (benchmarks/results/NAME.md / .json)"
+    )
+    ap.add_argument(
+        "--from-log",
+        help="a file of the JSON lines an earlier run printed: its cells are taken from it "
+        "instead of being run again (e.g. to finish an interrupted run)",
+    )
     args = ap.parse_args()
+    if args.from_log:
+        for line in Path(args.from_log).read_text().splitlines():
+            if line.startswith("{"):
+                LOGGED.append(json.loads(line))
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
@@ -532,6 +615,38 @@ def main():
                     ],
                 ),
             ]
+        if "clamp" in cases:
+            res = run(dict(kind="clamp"), Path(tmp) / "clamp")
+            print(json.dumps(res), flush=True)
+            data["clamp"] = res
+            rows = [
+                dict(
+                    variant=v,
+                    us=res["us"][v],
+                    ratio=res["us"][v] / res["us"]["unclamped"],
+                    naive=res["us"][v] / res["us"]["naive"],
+                    compile_cpu=res["compile_cpu"][v],
+                )
+                for v in CLAMP_VARIANTS
+                if "us" in res
+            ]
+            body += [
+                "## Per gradient: the areas model clamped and unclamped\n",
+                f"µs per compiled logp + gradient (Numba, median of {ROUNDS} interleaved "
+                "rounds, CPU time; compile CPU-s in one process, in this order, so the first "
+                "also fills the shared caches).\n",
+                md_table(
+                    rows,
+                    [
+                        ("variant", "variant"),
+                        ("us", "µs/grad"),
+                        ("ratio", "/ unclamped"),
+                        ("naive", "/ naive"),
+                        ("compile_cpu", "compile CPU-s"),
+                    ],
+                ),
+                f"- failed: `{res['error']}`\n" if "error" in res else "",
+            ]
         if "grouped" in cases:
             rows = []
             for fam in args.families.split(","):
@@ -556,7 +671,7 @@ def main():
                     ],
                 ),
             ]
-    write_results(NAME, info, "\n".join(body), data, t_start)
+    write_results(args.name, info, "\n".join(body), data, t_start)
 
 
 if __name__ == "__main__":

@@ -45,23 +45,34 @@ def _parts(family, half_width, iters, y, hi, lpar, sigma):
         return jnp.where(go, mid + 1.0, a), jnp.where(go, b, mid)
 
     c, _ = lax.fori_loop(0, iters, step, (a, b))
-    s = c[:, None] + jnp.arange(-half_width, half_width + 1, dtype=jnp.float64)
-    hi_e, y_e, sg_e = hi[:, None], y[:, None], sigma[:, None]
+    hw = half_width
+    s = c[:, None] + jnp.arange(-hw, hw + 1, dtype=jnp.float64)
+    hi_e, y_e, sg_e, c_e, lp_e = hi[:, None], y[:, None], sigma[:, None], c[:, None], lpar[:, None]
     valid = (s >= 0.0) & (s <= hi_e)
-    sc = jnp.clip(s, 0.0, hi_e)
+    # the terms relative to the term at c, as in the Numba kernel: log P(s) / P(c) from the
+    # pmf's ratios log P(s + 1) / P(s) (cumulative sums stepping out from c), the
+    # Gaussian's difference in closed form
+    sr = jnp.clip(s, 0.0, jnp.maximum(hi_e - 1.0, 0.0))
     if binomial:
-        lp = log_binom_pmf(sc, hi_e, lpar[:, None])
+        ratio = jnp.log(jnp.maximum(hi_e - sr, 0.0)) - jnp.log1p(sr) + lp_e
+        base = log_binom_pmf(c, hi, lpar)
     else:
-        lp = log_poisson_pmf(sc, lpar[:, None])
+        ratio = lp_e - jnp.log1p(sr)
+        base = log_poisson_pmf(c, lpar)
+    base = base - 0.5 * ((y - c) / sigma) ** 2
+    up = jnp.cumsum(ratio[:, hw:-1], axis=-1)
+    down = -jnp.cumsum(ratio[:, :hw][:, ::-1], axis=-1)[:, ::-1]
+    g = jnp.concatenate([down, jnp.zeros_like(c_e), up], axis=-1)
     r = y_e - s
-    t = jnp.where(valid, lp - 0.5 * (r / sg_e) ** 2, -jnp.inf)
-    top = jnp.max(t, axis=-1)
+    t = g - 0.5 * (c_e - s) * (2.0 * y_e - s - c_e) / sg_e**2
+    t = jnp.where(valid & ~jnp.isnan(t), t, -jnp.inf)
+    top = jnp.where(jnp.isfinite(base), jnp.max(t, axis=-1), base)
     finite = jnp.isfinite(top)
     top_safe = jnp.where(finite, top, 0.0)
     e = jnp.exp(t - top_safe[:, None])
     tot = jnp.sum(e, axis=-1)
     w = e / jnp.where(finite, tot, 1.0)[:, None]
-    value = jnp.where(finite, top_safe + jnp.log(tot), top)
+    value = jnp.where(finite, base + top_safe + jnp.log(tot), top)
     d_y = jnp.where(finite, -jnp.sum(w * r, axis=-1) / sigma**2, 0.0)
     d_sig = jnp.where(finite, jnp.sum(w * r * r, axis=-1) / sigma**3, 0.0)
     d_par = jnp.where(finite, jnp.sum(w * (s - mean[:, None]), axis=-1), 0.0)

@@ -101,7 +101,18 @@ more than terms: over the noise value :math:`j`, :math:`P(Y \le m) = \sum_j P(N 
 F_S(m - j)` and :math:`P(Y > m) = \sum_j P(N=j)\,(1 - F_S(m - j))`, both sums of positive
 terms whose summands are log-concave with :math:`\kappa = 1/\sigma^2` (CDFs and survival
 functions of log-concave pmfs are log-concave), with the binomial and Poisson CDFs in closed
-form (:mod:`pymc_dpnoise.math._special`): :math:`O(\sigma)` terms.
+form (:mod:`pymc_dpnoise.math._special`): :math:`O(\sigma)` terms.  The lower tail
+:math:`\sum_j e^{-j^2/2\sigma^2} F_S(m - j)` (and, for the binomial, the upper one, the lower
+tail of the mirrored count :math:`n - S \sim \mathrm{Bin}(n, 1 - q)` at :math:`n - m - 1`)
+runs as a kernel of :mod:`pymc_dpnoise.math._count_window` (``kind="lower"``), over the
+count's value :math:`k = m - j`: the argmax is bracketed by :math:`\max(m, 0)` and the first
+:math:`k` where the CDF-free bound :math:`\log(1 + P(k+1)/P(k)) - (2(k - m) + 1)/2\sigma^2`
+of the summand's step is negative (:math:`F_S(k) \ge P(k)`), the window's CDFs come from one
+continued fraction and :math:`F(k + 1) = F(k) + P(k + 1)` upwards (sums of positive terms),
+and :math:`\partial_\ell \log F(k) = -(n - k)\,q\,P(k)/F(k)` (Poisson: :math:`-\mu
+P(k)/F(k)`): one continued fraction and a few dozen logarithms per atom at
+:math:`\sigma = 1`, where the graph evaluates a continued fraction per bisection step and
+per term.
 
 Where the split's windows would exceed 2,501 terms (:math:`\sigma` and :math:`\sqrt n` both
 above ~130) and the binomial's variance bound :math:`(n + 2)/4` is at most
@@ -116,7 +127,11 @@ at a cost independent of :math:`n`.
 Clamping
 --------
 :math:`P(z = L) = P(Y \le L)`, :math:`P(z = U) = P(Y \ge U)` (:math:`= P(Y > U - 1)` for the
-integer kinds), the pmf / pdf of :math:`Y` strictly inside, :math:`-\infty` outside.  For the
+integer kinds), the pmf / pdf of :math:`Y` strictly inside, :math:`-\infty` outside.  With
+constant releases and bounds (and parameters of static shapes), each release gets only the
+term it needs: the parameters are gathered at the releases strictly inside for the pmf /
+pdf and at those on a bound for its atom; otherwise both are evaluated for every release
+and one is selected.  For the
 continuous kinds this mixes masses and densities, each with respect to the same dominating
 measure (Lebesgue plus the two atoms), which is what inference needs.
 
@@ -542,6 +557,8 @@ def _window_dense(op, y, hi, lpar, sigma):
     """The window sum of :class:`~pymc_dpnoise.math._count_window.CountWindowOp` as this
     module's graph (inputs broadcast to one shape)."""
     fam = _Binomial(hi, lpar, None) if op.family == "binomial" else _Poisson(lpar)
+    if op.kind == "lower":
+        return _dg_lower_sum(fam, pt.floor(y), sigma, op.half_width, op.iters)
     ef, ey, es = fam.expand(), _e(y), _e(sigma)
 
     def term(s):
@@ -782,44 +799,72 @@ def _hybrid_cdf_sum(fam, term, c, sigma):
 
 
 def _dg_log_cdfs(noise, fam, m, sigma):
-    """Discrete Gaussian noise at an integer m: both tails as sums over the noise value."""
+    """Discrete Gaussian noise at an integer m: both tails as sums over the noise value
+    (the lower tail by :mod:`._count_window`'s kernel where ``_WINDOW_KERNEL`` is on, the
+    same sum with the CDF's steps in closed form)."""
     sigma_max = _sigma_max(sigma)
     m_known = known_value(m)
     m = pt.broadcast_arrays(pt.floor(_f64(m)), fam.lo, sigma)[0]
     width = window_half_width(sigma_max)
+    log_z = noise.log_norm(_f64(sigma))
+    if _WINDOW_KERNEL:
+        if isinstance(fam, _Binomial):
+            args = ("binomial", m, fam.n, fam.lq)
+        else:
+            args = ("poisson", m, pt.full_like(fam.lmu, np.inf), fam.lmu)
+        lower = count_window_logsumexp(*args, sigma, width, _MAX_ITERS, kind="lower")
+    else:
+        lower = _dg_lower_sum(fam, m, sigma, width, _cdf_iters(fam, m_known))
+    logcdf = lower - log_z
+    if _WINDOW_KERNEL and isinstance(fam, _Binomial):
+        # P(Y > m) = sum_j P_N(j) P(n - S <= n - m - 1 + j): the lower tail of the mirrored
+        # count Bin(n, 1 - q) at n - m - 1 (the noise is symmetric)
+        upper = count_window_logsumexp(
+            "binomial", fam.n - m - 1.0, fam.n, -fam.lq, sigma, width, _MAX_ITERS, kind="lower"
+        )
+        return pt.minimum(logcdf, 0.0), pt.minimum(upper - log_z, 0.0)
     ef, em, es = fam.expand(), _e(m), _e(sigma)
-    log_z = noise.log_norm(es)
     reach = fam.reach()
     big = pt.full_like(m, _BIG)
-
-    def noise_step(j, sigma):  # log P_N(j+1) - log P_N(j)
-        return -(2.0 * j + 1.0) / (2.0 * sigma**2)
-
-    # log P(Y <= m) = log sum_{j <= m} P_N(j) F_S(m - j)
-    def term_lo(j):
-        return -0.5 * (j / es) ** 2 - log_z + ef.log_cdf(em - j)
-
-    def diff_lo(j, f, m, sigma):
-        return noise_step(j, sigma) + f.log_cdf(m - j - 1.0) - f.log_cdf(m - j)
-
-    b_lo = pt.minimum(0.0, m)
-    a_lo = pt.minimum(pt.maximum(m - reach, -big), b_lo)
     iters = _cdf_iters(fam, m_known)
-    c_lo = _argmax(diff_lo, a_lo, b_lo, iters, fam, m, sigma)
-    logcdf = _window(term_lo, c_lo, -big, m, width)
 
     # log P(Y > m) = log sum_{j > m - reach} P_N(j) (1 - F_S(m - j))
     def term_hi(j):
-        return -0.5 * (j / es) ** 2 - log_z + ef.log_sf(em - j)
+        return -0.5 * (j / es) ** 2 + ef.log_sf(em - j)
 
     def diff_hi(j, f, m, sigma):
-        return noise_step(j, sigma) + f.log_sf(m - j - 1.0) - f.log_sf(m - j)
+        return _dg_noise_step(j, sigma) + f.log_sf(m - j - 1.0) - f.log_sf(m - j)
 
     a_hi = pt.maximum(0.0, m - reach + 1.0)
     b_hi = pt.maximum(pt.minimum(m + 1.0, big), a_hi)
     c_hi = _argmax(diff_hi, a_hi, b_hi, iters, fam, m, sigma)
-    logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width)
+    logccdf = _window(term_hi, c_hi, m - reach + 1.0, big, width) - log_z
     return pt.minimum(logcdf, 0.0), pt.minimum(logccdf, 0.0)
+
+
+def _dg_noise_step(j, sigma):
+    """log P_N(j+1) - log P_N(j) of the discrete Gaussian."""
+    return -(2.0 * j + 1.0) / (2.0 * sigma**2)
+
+
+def _dg_lower_sum(fam, m, sigma, width, iters):
+    r""":math:`\log \sum_{j \le m} e^{-j^2/2\sigma^2} F_S(m - j)` (the lower clamp atom
+    times the discrete Gaussian's :math:`Z`) at integers ``m``: the window of ``width`` noise
+    values around the summand's argmax (bisection, ``iters`` steps)."""
+    ef, em, es = fam.expand(), _e(m), _e(sigma)
+    reach = fam.reach()
+    big = pt.full_like(m, _BIG)
+
+    def term_lo(j):
+        return -0.5 * (j / es) ** 2 + ef.log_cdf(em - j)
+
+    def diff_lo(j, f, m, sigma):
+        return _dg_noise_step(j, sigma) + f.log_cdf(m - j - 1.0) - f.log_cdf(m - j)
+
+    b_lo = pt.minimum(0.0, m)
+    a_lo = pt.minimum(pt.maximum(m - reach, -big), b_lo)
+    c_lo = _argmax(diff_lo, a_lo, b_lo, iters, fam, m, sigma)
+    return _window(term_lo, c_lo, -big, m, width)
 
 
 def _cdf_iters(fam, m_known):
@@ -1047,16 +1092,76 @@ def _degenerate_cdfs(noise, fam, y, param, deg, shift):
 
 
 def _release_logp(noise, parts, value, lower, upper):
-    fam, deg, shift, param = parts
-
-    def logp_fn(y):
+    def logp_fn(y, parts=parts):
+        fam, deg, shift, param = parts
         point = noise.log_density(y - shift, param)
         return pt.switch(deg, point, _count_logp(noise, fam, y, param))
 
-    def log_cdfs_fn(y):
+    def log_cdfs_fn(y, parts=parts):
+        fam, deg, shift, param = parts
         return _degenerate_cdfs(noise, fam, y, param, deg, shift)
 
+    if lower is not None or upper is not None:
+        res = _gathered_clamp(noise, parts, value, lower, upper, logp_fn, log_cdfs_fn)
+        if res is not None:
+            return res
     return _clamped(value, lower, upper, noise.discrete, logp_fn, log_cdfs_fn)
+
+
+def _gathered_clamp(noise, parts, value, lower, upper, logp_fn, log_cdfs_fn):
+    """The clamped likelihood of constant releases and bounds some of which sit on a bound:
+    each release's pmf / pdf or clamp atom alone (the parameters gathered at the releases
+    that need it), where :func:`_clamped` evaluates both for every release and selects.
+    ``None`` where the data or a shape is not known when the graph is built."""
+    y_v = static_value(_f64(value))
+    lo_v = static_value(_f64(-np.inf if lower is None else lower))
+    hi_v = static_value(_f64(np.inf if upper is None else upper))
+    if y_v is None or lo_v is None or hi_v is None:
+        return None
+    fam, deg, shift, param = parts
+    tensors = [*fam.params(), deg, shift, param]
+    if any(d is None for t in tensors for d in t.type.shape):
+        return None
+    if not all(d == 1 for d in param.type.shape):
+        # one noise parameter per release: the Gaussian kinds size their sums from its
+        # value, which a gathered graph would hide from them (a pm.Data one included)
+        return None
+    shape = np.broadcast_shapes(
+        np.shape(y_v), np.shape(lo_v), np.shape(hi_v), *(t.type.shape for t in tensors)
+    )
+    y_b, lo_b, hi_b = (np.broadcast_to(v, shape).ravel() for v in (y_v, lo_v, hi_v))
+    same = lo_b == hi_b
+    at_lo = (y_b == lo_b) & ~same
+    at_hi = (y_b == hi_b) & ~same
+    if not (at_lo.any() or at_hi.any()) or (at_lo | at_hi).all():
+        return None  # nothing to gather (_clamped leaves out the branches no value takes)
+    inside = (y_b > lo_b) & (y_b < hi_b)
+    # a parameter of one element stays one (a scalar for every release), the others are
+    # broadcast, raveled and gathered
+    flat = [
+        (t.reshape(()) if t.ndim else t)
+        if all(d == 1 for d in t.type.shape)
+        else pt.broadcast_to(t, shape).ravel()
+        for t in tensors
+    ]
+    k = len(fam.params())
+
+    def subset(idx):
+        sub = [t if t.ndim == 0 else t[idx] for t in flat]
+        return (fam.rebuild(*sub[:k]), *sub[k:])
+
+    res = pt.as_tensor_variable(np.where(same & (y_b == lo_b), 0.0, -np.inf))
+    step = 1.0 if noise.discrete else 0.0
+    branches = (
+        (inside, lambda y, pp: logp_fn(y, pp)),
+        (at_lo, lambda y, pp: log_cdfs_fn(y, pp)[0]),
+        (at_hi, lambda y, pp: log_cdfs_fn(y - step, pp)[1]),
+    )
+    for mask, fn in branches:
+        idx = np.flatnonzero(mask)
+        if idx.size:
+            res = pt.set_subtensor(res[idx], fn(_f64(y_b[idx]), subset(idx)))
+    return res.reshape(shape)
 
 
 def _release_log_cdfs(noise, parts, value, lower, upper):

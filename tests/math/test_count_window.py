@@ -220,3 +220,112 @@ def test_numba_and_jax_match_the_python_kernel(family):
     # JAX's gradient against the Python VM's, relative to 1 + |ref| + (|y| + n)/sigma (the terms
     # that cancel): few-ulp libm, 1e-12 is ~9000 ulp of that scale
     assert (np.abs(np.asarray(g) - ref[2]) / scale).max() < 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# kind="lower": the discrete Gaussian's lower clamp atom, sum_j e^{-j^2/2 sigma^2} F(m - j)
+# --------------------------------------------------------------------------------------------
+
+
+def _lower_rows(family):
+    rows = []
+    if family == "binomial":
+        for n in (0.0, 7.0, 300.0, 2000.0):
+            for p in (1e-6, 0.27, 0.999):
+                for m in (-20.0, 0.0, 3.0, np.floor(n / 2), n - 1.0, n, n + 5.0):
+                    rows.append((m, n, np.log(p) - np.log1p(-p)))
+    else:
+        for mu in (0.3, 40.0, 900.0):
+            for m in (-20.0, 0.0, 3.0, np.floor(mu / 2), np.floor(mu), np.floor(mu) + 200.0):
+                rows.append((m, np.inf, np.log(mu)))
+    return [np.array(c, dtype="float64") for c in zip(*rows, strict=True)]
+
+
+def _lower_brute_force(family, m, n, lpar, sigma):
+    """log sum_j e^{-j^2/2 sigma^2} F(m - j) over every j with F(m - j) > 0 (|j| up to 40
+    sigma beyond the count's reach), F the running log-sum of scipy's pmf (from the top
+    where F > 1/2)."""
+    from scipy import stats
+
+    top = int(n) if family == "binomial" else int(np.exp(lpar) + 60 * np.sqrt(np.exp(lpar)) + 200)
+    k = np.arange(top + 1)
+    if family == "binomial":
+        lp = stats.binom.logpmf(k, int(n), 1.0 / (1.0 + np.exp(-lpar)))
+    else:
+        lp = stats.poisson.logpmf(k, np.exp(lpar))
+    log_f = np.logaddexp.accumulate(lp)
+    # above 1/2, F = 1 - P(S > k) from the top (a running sum from below loses ~n ulp there)
+    log_sf = np.append(np.logaddexp.accumulate(lp[::-1])[::-1][1:], -np.inf)
+    log_f = np.where(log_f > -np.log(2.0), np.log(-np.expm1(np.minimum(log_sf, -1e-300))), log_f)
+    j = np.arange(m - top - int(40 * sigma) - 2, m + 1)
+    kk = (m - j).astype(int)
+    terms = -0.5 * (j / sigma) ** 2 + np.where(kk > top, 0.0, log_f[np.minimum(kk, top)])
+    return np.logaddexp.reduce(terms)
+
+
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+@pytest.mark.parametrize("sigma", (0.7, 2.23, 15.0))
+def test_lower_tail_matches_brute_force_and_the_graph(family, sigma):
+    """The kernel against a brute-force sum (scipy's pmf, every term), and value and
+    derivatives against the graph of the same sum (``_dg_lower_sum``, a bisection with a
+    continued fraction per step and one per term)."""
+    m, hi, lpar = _lower_rows(family)
+    width = ncm.window_half_width(sigma)
+    mv, hv, lv, sv = (pt.dvector(k) for k in ("m", "hi", "lpar", "sigma"))
+    op = CountWindowOp(family, width, ncm._MAX_ITERS, kind="lower")
+    fns = []
+    for v in (op(mv, hv, lv, sv), op.dense(mv, hv, lv, sv)):
+        fns.append(pytensor.function([mv, hv, lv, sv], [v, *pytensor.grad(v.sum(), [lv, sv])]))
+    s = np.full_like(m, sigma)
+    got, ref = (f(m, hi, lpar, s) for f in fns)
+    brute = np.array([_lower_brute_force(family, *r, sigma) for r in zip(m, hi, lpar, strict=True)])
+    # scipy's log pmf is exact to ~1e-14 relative at these n; the sums add a few ulp
+    np.testing.assert_allclose(got[0], brute, rtol=1e-12, atol=1e-12)
+    mag = 1.0 + np.abs(ref[0]) + np.abs(m) + (hi if family == "binomial" else np.exp(lpar))
+    for name, a, b in zip(("value", "d/dlpar", "d/dsigma"), got, ref, strict=True):
+        assert np.all(np.isfinite(a)), name
+        # the graph's terms are a pmf plus a CDF ratio each, of magnitude up to ~mag: its
+        # weights carry their rounding (~1e-16 mag); the kernel's recursion does not
+        err = np.abs(a - b) / ((1.0 + np.abs(b)) * mag)
+        assert err.max() < 1e-13, (name, err.max(), np.argmax(err))
+
+
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_lower_tail_gradient_matches_finite_differences(family):
+    m, hi, lpar = _lower_rows(family)
+    sigma = 2.23
+    width = ncm.window_half_width(sigma)
+    mv, hv, lv, sv = (pt.dvector(k) for k in ("m", "hi", "lpar", "sigma"))
+    v = CountWindowOp(family, width, ncm._MAX_ITERS, kind="lower")(mv, hv, lv, sv)
+    f = pytensor.function([mv, hv, lv, sv], [v, *pytensor.grad(v.sum(), [lv, sv])])
+    s = np.full_like(m, sigma)
+    _, g_l, g_s = f(m, hi, lpar, s)
+    h = 1e-6
+    # central differences with h = 1e-6 of values below ~1e3 (rounding ~1e-13 / h)
+    for name, g, bump in (
+        ("lpar", g_l, lambda d: (m, hi, lpar + d, s)),
+        ("sigma", g_s, lambda d: (m, hi, lpar, s + d)),
+    ):
+        fd = (f(*bump(h))[0] - f(*bump(-h))[0]) / (2 * h)
+        np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.backend
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_clamped_likelihood_on_jax_matches_numba(family):
+    """The clamp atoms' kernel on the JAX backend (which compiles its graph) against Numba."""
+    pytest.importorskip("jax")
+    x, m = pt.dscalar("x"), pt.dvector("m")
+    y = np.array([0.0, 3.0, 71.0, 0.0, 941.0, 1200.0])
+    if family == "binomial":
+        n = np.array([40.0, 40.0, 300.0, 1200.0, 5000.0, 1200.0])
+        lp = ncm.noisy_binomial_logp(m, n, x, noise.DiscreteGaussian, 2.23, lower=0.0, upper=1200.0)
+        v = 0.2
+    else:
+        lp = ncm.noisy_poisson_logp(m, x, noise.DiscreteGaussian, 2.23, lower=0.0)
+        v = 30.0
+    outs = [lp, pytensor.grad(lp.sum(), x)]
+    got, ref = (pytensor.function([m, x], outs, mode=md)(y, v) for md in ("JAX", "NUMBA"))
+    # the graph against the kernel of the same sums: their terms' rounding (values ~1e3)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-12)
