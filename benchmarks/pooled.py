@@ -42,7 +42,8 @@ posterior), median of interleaved rounds.  ESS is the minimum bulk ESS over ever
 variable (and the per-group histograms), R-hat the maximum; ESS per CPU-s uses the warm time.
 
 Run: ``.venv/bin/python benchmarks/pooled.py`` (4 chains x 1000 + 1000;
-``--quick`` = 2 chains x 300 + 300; ``--cases clipped,oue``; ``--samplers nutpie``).
+``--quick`` = 2 chains x 300 + 300; ``--cases clipped,oue``; ``--samplers nutpie``;
+``--name pooled_counts`` writes ``results/pooled_counts.md`` instead of ``pooled.md``).
 """
 
 from __future__ import annotations
@@ -473,6 +474,9 @@ def main():
     ap.add_argument("--releases", default="1,8,32", help="memory case: numbers of releases")
     ap.add_argument("--families", default=",".join(FAMILIES), help="grouped case")
     ap.add_argument("--reports", type=int, default=10_000, help="grouped case: N")
+    ap.add_argument(
+        "--name", default=NAME, help="results file name (benchmarks/results/NAME.md / .json)"
+    )
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
@@ -556,7 +560,7 @@ def main():
                     ],
                 ),
             ]
-    write_results(NAME, info, "\n".join(body), data, t_start)
+    write_results(args.name, info, "\n".join(body), data, t_start)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
 
+from ._op_support import group_gather, lift_grouped
 from .linalg import spd_inverse_logdet
 
 __all__ = [
@@ -133,6 +134,12 @@ def mvnormal_rows_logp(W, C):
     W = _as_f64(W)
     C = _as_f64(C)
     m = C.shape[-1]
+    # C given per group (built from theta_g[group]): one factorisation per group, gathered
+    group = group_gather(lift_grouped(C))
+    if group is not None:
+        P, logdet, ok = spd_inverse_logdet(group[0])
+        P, logdet, ok = P[group[1]], logdet[group[1]], ok[group[1]]
+        return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet + _row_quadratic_forms(W, P)), ok
     P, logdet, ok = spd_inverse_logdet(C)
     q = _row_quadratic_forms(W, P)
     return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet + q), ok
