@@ -138,8 +138,14 @@ def mvnormal_rows_logp(W, C):
     group = group_gather(lift_grouped(C))
     if group is not None:
         P, logdet, ok = spd_inverse_logdet(group[0])
-        P, logdet, ok = P[group[1]], logdet[group[1]], ok[group[1]]
-        return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet + _row_quadratic_forms(W, P)), ok
+        idx = group[1]
+        if W.ndim == 2:
+            # q_i = <P_g, w_i w_i^T>: summed over rows, tr(P_g S_g) with S_g the group's
+            # scatter matrix (local_sum_rows_of_quadratic_form)
+            q = pt.sum(P[idx] * (W[:, :, None] * W[:, None, :]), axis=(1, 2))
+        else:
+            q = _row_quadratic_forms(W, P[idx])
+        return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet[idx] + q), ok[idx]
     P, logdet, ok = spd_inverse_logdet(C)
     q = _row_quadratic_forms(W, P)
     return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet + q), ok
@@ -575,6 +581,30 @@ def _match_quadratic_form(var):
     return None
 
 
+def _match_grouped_quadratic_form(var):
+    """If ``var`` is ``sum(P[group] * O, axis=(1, 2))`` with ``O`` (the rows' outer products)
+    and ``group`` data, return (P, group, O)."""
+    node = var.owner
+    if node is None or not isinstance(node.op, Sum) or var.ndim != 1:
+        return None
+    if tuple(sorted(node.op.axis or ())) != (1, 2):
+        return None
+    (prod,) = node.inputs
+    pnode = prod.owner
+    if (
+        pnode is None
+        or not isinstance(pnode.op, Elemwise)
+        or not isinstance(pnode.op.scalar_op, ps.Mul)
+        or len(pnode.inputs) != 2
+    ):
+        return None
+    for a, b in (pnode.inputs, pnode.inputs[::-1]):
+        match = group_gather(a)
+        if match is not None and match[0].ndim == 3 and b.ndim == 3 and _is_data_only(b):
+            return match[0], match[1], b
+    return None
+
+
 def _row_broadcast(var) -> bool:
     return var.ndim == 1 and var.type.broadcastable[0]
 
@@ -594,6 +624,13 @@ class _RowSum:
             W, P = match
             self.found = True
             return pt.sum(P * pt.dot(W.T, W))
+        match = _match_grouped_quadratic_form(x)
+        if match is not None:
+            P, group, outer = match
+            self.found = True
+            n_groups = P.type.shape[0] if P.type.shape[0] is not None else P.shape[0]
+            scatter = pt.inc_subtensor(pt.zeros((n_groups, *outer.shape[1:]))[group], outer)
+            return pt.sum(P * scatter)
         node = x.owner
         if node is None:
             return pt.sum(x)

@@ -306,3 +306,18 @@ def test_regression_grouped_equals_per_report(fam):
     if fam == "linreg":  # one covariance and factorisation per group
         shapes = [o.type.shape for node in grouped.maker.fgraph.apply_nodes for o in node.outputs]
         assert (N_GROUPS, 3, 3) in shapes  # the per-report path has no per-group matrix
+        # summed over the reports, the quadratic forms become tr(P_g S_g) with each group's
+        # scatter matrix S_g: no per-report term left in the graph
+        base = pt.dmatrix("t", shape=(N_GROUPS, 2))
+        z = pm.draw(_regression_dist(fam, np.array([1.0, -0.5])), N, random_seed=2)
+        total = pytensor.function(
+            [base], pm.logp(_regression_dist(fam, base[GROUP]), z).sum(), mode=TEST_MODE
+        )
+        shapes = [o.type.shape for node in total.maker.fgraph.apply_nodes for o in node.outputs]
+        assert (N, 3, 3) not in shapes
+        per_report = pytensor.function(
+            [base], pm.logp(_regression_dist(fam, base[GROUP]), z), mode=TEST_MODE
+        )
+        # the same quadratic forms summed in another order (per group, then over groups):
+        # relative rounding of a sum of 200 terms of one sign
+        np.testing.assert_allclose(total(THETA), per_report(THETA).sum(), rtol=1e-12)
