@@ -129,7 +129,11 @@ def mvnormal_rows_logp(W, C):
 
     When ``W`` is a matrix and ``C`` is one matrix, the rows enter through
     ``sum((W @ C^{-1}) * W, axis=1)``; summed over rows this becomes
-    :math:`\mathrm{tr}(C^{-1} W^T W)` (see the module docstring).
+    :math:`\mathrm{tr}(C^{-1} W^T W)` (see the module docstring).  When ``C`` is given per
+    group (``C_g[group]``, e.g. built from ``theta_g[group]``), each group's ``C_g`` is
+    factorised once and the rows enter through :math:`\langle C_g^{-1}, w w^T\rangle`,
+    which summed over rows becomes :math:`\sum_g \mathrm{tr}(C_g^{-1} S_g)` with
+    :math:`S_g` the scatter matrix of group g's rows.
     """
     W = _as_f64(W)
     C = _as_f64(C)
