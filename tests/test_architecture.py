@@ -196,6 +196,14 @@ CROSS_PRIVATE_ALLOWED = {
     # the grouped-logp rewrite: math/_op_support.py is being reworked by a parallel change,
     # which gives lift_grouped its public home
     ("pymc_dpnoise.distributions.clipped", "pymc_dpnoise.math._op_support.lift_grouped"),
+    # the same rewrite, and the per-distinct-row logp of reports with few distinct values, for
+    # the other per-report families with grouped parameters (one mechanism for all of them)
+    ("pymc_dpnoise.distributions.frequency", "pymc_dpnoise.math._op_support.lift_grouped"),
+    (
+        "pymc_dpnoise.distributions.frequency",
+        "pymc_dpnoise.math._op_support.per_distinct_report",
+    ),
+    ("pymc_dpnoise.distributions.regression", "pymc_dpnoise.math._op_support.lift_grouped"),
 }
 
 

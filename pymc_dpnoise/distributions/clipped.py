@@ -191,11 +191,11 @@ def _clipped_normal_guarded(value, mu, sigma, lower, upper, epsilon, kind):
     ok, safe_params = _clipped_normal_domain(mu, sigma, lower, upper, epsilon)
     return _guarded(
         value, params, ok, safe_params, kind, _CLIPPED_NORMAL_DOMAIN,
-        dpmath.clipped_normal_laplace_logp, dpmath.clipped_normal_laplace_log_cdfs, lift=True,
+        dpmath.clipped_normal_laplace_logp, dpmath.clipped_normal_laplace_log_cdfs,
     )  # fmt: skip
 
 
-def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs, lift=False):
+def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs):
     """The clipped families' logp / logcdf / logccdf: the value's batch shape checked against
     ``params`` (by name), the kernel at the safe parameters, -inf outside ``domain``."""
     _check_value_batch(value, 0, **{k: (v, 0) for k, v in params.items()})
@@ -207,10 +207,8 @@ def _guarded(value, params, ok, safe_params, kind, domain, logp, log_cdfs, lift=
         fn = partial(log_cdfs, tail=tail)
         res = _cdf_of_value(value, lambda v: fn(v, *safe_params), tail=tail)
     res = check_parameters(res, ok, msg=domain)
-    # parameters given per group (mu=mu_g[group]): parameter-only terms once per group.  Only
-    # where it was checked: lifting the clipped exponential's graph gave NaN gradients (even
-    # with shared parameters), so that family keeps its per-report graph for now
-    return lift_grouped(res) if lift else res
+    # parameters given per group (mu=mu_g[group]): parameter-only terms once per group
+    return lift_grouped(res)
 
 
 def _clipped_normal_domain(mu, sigma, lower, upper, epsilon):

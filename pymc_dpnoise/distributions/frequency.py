@@ -16,6 +16,7 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.tensor.random.basic import categorical, integers, uniform
 
 from .. import math as dpmath
+from ..math._op_support import lift_grouped, per_distinct_report
 from ..mechanisms.frequency import MAX_EPSILON  # one limit for the release and the likelihood
 from ..validation import check_finite, check_positive, check_required, constant_value
 from ._common import (
@@ -309,6 +310,7 @@ def _epsilon_unary_methods(rv_type, bits_logp):
     def support_point(rv, size, p, epsilon, counts):
         return _unary_support_point(size, p, *rv_type._probabilities(epsilon), counts)
 
+    @per_distinct_report(1, 1, 0, 0)
     def logp(value, p, epsilon, counts):
         res = _unary_logp(
             lambda bits: bits_logp(bits, p, epsilon), value, p, counts, epsilon=epsilon
@@ -330,7 +332,12 @@ class _EpsilonLikelihood(_FrequencyBase):
 
 
 def _epsilon_param_checks(res, p, epsilon, counts):
-    """``check_parameters`` of the (p, epsilon, counts) classes."""
+    """``check_parameters`` of the (p, epsilon, counts) classes (with ``p=theta[group]``, the
+    checks and the other parameter-only terms once per group: :func:`lift_grouped`)."""
+    return lift_grouped(_epsilon_checks(res, p, epsilon, counts))
+
+
+def _epsilon_checks(res, p, epsilon, counts):
     return check_parameters(
         res,
         *_simplex_conditions(p),
@@ -513,6 +520,7 @@ class UnaryEncodingLikelihood(_FrequencyBase):
     def support_point(rv, size, p, keep_prob, flip_prob, counts):
         return _unary_support_point(size, p, keep_prob, flip_prob, counts)
 
+    @per_distinct_report(1, 1, 0, 0, 0)
     def logp(value, p, keep_prob, flip_prob, counts):
         a, b = keep_prob, flip_prob
         log_b, log1m_b, log_a, log1m_a = pt.log(b), pt.log1p(-b), pt.log(a), pt.log1p(-a)
@@ -525,7 +533,7 @@ class UnaryEncodingLikelihood(_FrequencyBase):
             keep_prob=keep_prob,
             flip_prob=flip_prob,
         )
-        return check_parameters(
+        checked = check_parameters(
             res,
             *_simplex_conditions(p),
             (a > 0) & (a < 1),
@@ -534,6 +542,7 @@ class UnaryEncodingLikelihood(_FrequencyBase):
             pt.isfinite(counts),
             msg="p on the simplex, 0 < keep_prob < 1, 0 < flip_prob < 1, finite counts >= 0",
         )
+        return lift_grouped(checked)
 
 
 # --------------------------------------------------------------------------------------------
@@ -616,6 +625,7 @@ class KRRLikelihood(_EpsilonLikelihood):
             point = pt.broadcast_to(point, size)
         return pt.cast(point, REPORT_DTYPE)
 
+    @per_distinct_report(0, 1, 0, 0)
     def logp(value, p, epsilon, counts):
         k = p.shape[-1]
         _check_value_batch(value, 0, p=(p, 1), epsilon=(epsilon, 0), counts=(counts, 0))

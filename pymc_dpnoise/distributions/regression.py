@@ -26,6 +26,7 @@ from pytensor.tensor.random.basic import gamma, multivariate_normal, normal, uni
 from pytensor.tensor.random.utils import normalize_size_param
 
 from ..math import regression as rmath
+from ..math._op_support import lift_grouped
 from ..math.linalg import spd_inverse_logdet
 from ..validation import (
     broadcasts_to,
@@ -393,7 +394,7 @@ class PerturbedLinReg(_RegressionReports):
         )
         res, ok = rmath.perturbed_linreg_logp(value, theta, sigma, cov, sigma_x, sigma_y)
         res = _ninf_where_not(finite, res)
-        return check_parameters(
+        res = check_parameters(
             res,
             *_all_finite(theta, sigma, cov, sigma_x, sigma_y),
             sigma > 0,
@@ -402,6 +403,8 @@ class PerturbedLinReg(_RegressionReports):
             ok,
             msg="sigma > 0, sigma_y > 0, sigma_x > 0, cov positive definite",
         )
+        # parameters given per group (theta=theta_g[group]): parameter-only terms per group
+        return lift_grouped(res)
 
 
 class PerturbedLinRegSummaryRV(SymbolicRandomVariable):
@@ -838,7 +841,8 @@ def _perturbed_logreg_logprob(op, values, rng, size, theta, cov, sigma_x, epsilo
         ok,
         msg=f"sigma_x > 0, epsilon_y > 0, cov positive definite, |theta| <= {MAX_COEFFICIENT:g}",
     )
-    return _to_floatx(res)
+    # parameters given per group (theta=theta_g[group]): parameter-only terms per group
+    return _to_floatx(lift_grouped(res))
 
 
 # --------------------------------------------------------------------------------------------

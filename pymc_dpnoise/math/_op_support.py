@@ -207,23 +207,42 @@ def register_grouped_kernel(op_type: type, n_data: int) -> None:
     register_canonicalize(group_kernel, name=f"group_kernel_{op_type.__name__}")
 
 
+def group_gather(x):
+    """:func:`gathered` for a group index given as data (a constant or a shared variable, the
+    ``group`` of ``mu_g[group]``), else ``None``.  An index computed in the graph, such as the
+    reports inside the clipping interval (``nonzero``), is a selection of reports, not of
+    groups: lifting a formula above it would evaluate the formula on the reports it excludes,
+    whose infinite or NaN derivatives then reach the gradient through the gather's zeros."""
+    match = gathered(x)
+    return match if match is not None and match[1].owner is None else None
+
+
 def _lift_gather(fgraph, node):
     """``f(x[group], y[group], c) -> f(x, y, c)[group]`` for an elementwise ``f`` whose every
-    input is gathered by one group index (along the first axis) or broadcast along that axis:
-    the parameter-only work then runs once per group, not once per report."""
-    from pytensor.tensor.elemwise import DimShuffle, Elemwise
+    input is gathered by one group index (along the first axis) or broadcast along that axis,
+    and ``r(x[group]) -> r(x)[group]`` for a reduction ``r`` over other axes than the first
+    (a check that each ``p`` row is on the simplex): the parameter-only work then runs once
+    per group, not once per report."""
+    from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 
     op = node.op
     if isinstance(op, DimShuffle):
-        match = gathered(node.inputs[0])
+        match = group_gather(node.inputs[0])
         if match is None or not op.new_order or op.new_order[0] != 0:
+            return None
+        return [op(match[0])[match[1]]]
+    if isinstance(op, CAReduce):  # a reduction within each report (e.g. over the k items)
+        match = group_gather(node.inputs[0])
+        if match is None or op.axis is None or 0 in op.axis:
+            return None
+        if match[0].type.ndim != node.inputs[0].type.ndim:
             return None
         return [op(match[0])[match[1]]]
     if not isinstance(op, Elemwise) or node.outputs[0].type.ndim == 0:
         return None
     group, new = None, []
     for x in node.inputs:
-        match = gathered(x)
+        match = group_gather(x)
         if match is None:
             if not x.type.broadcastable[0]:
                 return None
@@ -255,3 +274,96 @@ def lift_grouped(*outputs):
     rewriter.rewrite(fgraph)
     res = list(fgraph.outputs)
     return res[0] if len(res) == 1 else res
+
+
+def _distinct_param(x, event_ndim, n):
+    """How a parameter of a per-distinct logp varies over the ``n`` reports (one batch axis):
+    ``("shared", x)`` (one value for all), ``("group", base, index)`` (``base[index]`` with a
+    constant integer index), ``("const", array)`` (a constant per report), else ``None``."""
+    from pytensor.graph.basic import Constant
+
+    batch = x.type.ndim - event_ndim
+    if batch < 0 or batch > 1:
+        return None
+    if batch == 0 or x.type.broadcastable[0]:
+        return ("shared", x)
+    if isinstance(x, Constant):
+        data = np.asarray(x.data)
+        return ("const", data) if data.shape[0] == n else None
+    match = gathered(x)
+    if match is None or not isinstance(match[1], Constant):
+        return None
+    index = np.asarray(match[1].data)
+    return ("group", match[0], index) if index.shape == (n,) else None
+
+
+def per_distinct_report(value_event_ndim, *param_event_ndims, max_fraction=0.5):
+    """Decorator of a distribution's ``logp(value, *params)`` for reports that take few
+    distinct values (frequency oracles): when the observed reports are a constant with one
+    batch axis and every parameter is shared, a constant per report, or given per group by
+    one constant index (``p=theta[group]``, the graph of ``pm.Dirichlet(..., shape=(G, k))``
+    indexed by a NumPy array), the log-likelihood is computed once per distinct
+    (group, report, per-report constants) row and gathered back to one value per report.
+
+    Each report's value is the very number the per-report graph gives (the same function of
+    the same inputs), so pointwise log-likelihoods keep one term per report; the gradient
+    becomes a scatter-add over the distinct rows.  Used when the distinct rows are at most
+    ``max_fraction`` of the reports (else the gather costs more than it saves) and some
+    parameter is given per group; any other graph (``pm.Data`` reports or group index, a
+    per-report parameter that is a variable) takes the per-report path unchanged.
+    """
+    import functools
+
+    def wrap(logp):
+        @functools.wraps(logp)
+        def distinct_logp(value, *params):
+            res = _distinct_rows(value, params, value_event_ndim, param_event_ndims, max_fraction)
+            if res is None:
+                return logp(value, *params)
+            value_u, params_u, inverse = res
+            return logp(value_u, *params_u)[inverse]
+
+        return distinct_logp
+
+    return wrap
+
+
+def _distinct_rows(value, params, value_event_ndim, param_event_ndims, max_fraction):
+    """``(value, params, inverse)`` on the distinct report rows (see
+    :func:`per_distinct_report`), or ``None`` when that path does not apply."""
+    from pytensor.graph.basic import Constant
+
+    value = pt.as_tensor_variable(value)
+    if not isinstance(value, Constant) or value.type.ndim != value_event_ndim + 1:
+        return None
+    v = np.asarray(value.data)
+    n = v.shape[0]
+    if n < 2 or not np.all(np.isfinite(v)):
+        return None
+    kinds = [
+        _distinct_param(pt.as_tensor_variable(x), e, n)
+        for x, e in zip(params, param_event_ndims, strict=True)
+    ]
+    if any(k is None for k in kinds):
+        return None
+    groups = [k[2] for k in kinds if k[0] == "group"]
+    if not groups or any(not np.array_equal(g, groups[0]) for g in groups[1:]):
+        return None
+    consts = [k[1] for k in kinds if k[0] == "const"]
+    if any(not np.all(np.isfinite(c)) for c in consts if c.dtype.kind == "f"):
+        return None
+    columns = [groups[0][:, None], v.reshape(n, -1)] + [c.reshape(n, -1) for c in consts]
+    key = np.concatenate([np.asarray(c, dtype=np.float64) for c in columns], axis=1)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    if len(first) > max_fraction * n:
+        return None
+    params_u = []
+    for kind in kinds:
+        if kind[0] == "shared":
+            params_u.append(kind[1])
+        elif kind[0] == "group":
+            params_u.append(kind[1][pt.constant(kind[2][first])])
+        else:
+            params_u.append(pt.constant(kind[1][first]))
+    value_u = pt.constant(v[first], dtype=value.type.dtype)
+    return value_u, params_u, pt.constant(inverse.reshape(n).astype(np.int64))

@@ -38,6 +38,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
+from ._op_support import gathered
+
 __all__ = [
     "bits_dot",
     "krr_logp",
@@ -150,7 +152,8 @@ def bits_dot(z, p, method="auto"):
 
     With ``method="auto"`` (default), per-byte lookup tables (see the module docstring) are
     used when ``k`` is known and ``p`` is shared across reports (its batch axes broadcast
-    against those of ``z``); otherwise the dense product ``sum(p * z, -1)``
+    against those of ``z``) or given per group (``theta[group]`` for reports ``(N, k)``: one
+    table per group, read at the report's group); otherwise the dense product ``sum(p * z, -1)``
     (``method="dense"`` forces it).  Both give the same value to rounding.
     """
     if method not in ("auto", "dense"):
@@ -162,16 +165,22 @@ def bits_dot(z, p, method="auto"):
         nb = -(-k // 8)
         pad = 8 * nb - k
         zi = pt.cast(z, "int64")
-        pp = p
+        # p given per group (theta[group], one row of reports each): one table per group,
+        # read at group * (256 nb) + byte, so the per-report cost is that of a shared p
+        grouped = gathered(p) if z.ndim == 2 and p.ndim == 2 else None
+        pp = p if grouped is None else _f64(grouped[0])
         if pad:
             zi = pt.concatenate([zi, pt.zeros((*zi.shape[:-1], pad), dtype="int64")], axis=-1)
-            pp = pt.concatenate([p, pt.zeros((*p.shape[:-1], pad), dtype="float64")], axis=-1)
+            pp = pt.concatenate([pp, pt.zeros((*pp.shape[:-1], pad), dtype="float64")], axis=-1)
         # byte value of each group of 8 bits, offset by its position: index into (nb*256,)
         weights = pt.as_tensor_variable((2 ** np.arange(8)).astype("int64"))
         byte = (zi.reshape((*zi.shape[:-1], nb, 8)) * weights).sum(-1)
         byte = byte + pt.as_tensor_variable((256 * np.arange(nb)).astype("int64"))
         table = pt.dot(pp.reshape((*pp.shape[:-1], nb, 8)), _BYTE_BITS.T)  # (..., nb, 256)
         table = table.reshape((*pp.shape[:-1], nb * 256))
+        if grouped is not None and pp.ndim == 2:
+            offset = pt.cast(grouped[1], "int64") * (nb * 256)
+            return table.reshape((-1,))[byte + offset[:, None]].sum(-1)
         taken = _batched_take(table, byte, n_trailing=1)
         if taken is not None:
             return taken.sum(-1)

@@ -73,6 +73,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Sum
 from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
 
+from ._op_support import group_gather, lift_grouped
 from .linalg import spd_inverse_logdet
 
 __all__ = [
@@ -128,11 +129,27 @@ def mvnormal_rows_logp(W, C):
 
     When ``W`` is a matrix and ``C`` is one matrix, the rows enter through
     ``sum((W @ C^{-1}) * W, axis=1)``; summed over rows this becomes
-    :math:`\mathrm{tr}(C^{-1} W^T W)` (see the module docstring).
+    :math:`\mathrm{tr}(C^{-1} W^T W)` (see the module docstring).  When ``C`` is given per
+    group (``C_g[group]``, e.g. built from ``theta_g[group]``), each group's ``C_g`` is
+    factorised once and the rows enter through :math:`\langle C_g^{-1}, w w^T\rangle`,
+    which summed over rows becomes :math:`\sum_g \mathrm{tr}(C_g^{-1} S_g)` with
+    :math:`S_g` the scatter matrix of group g's rows.
     """
     W = _as_f64(W)
     C = _as_f64(C)
     m = C.shape[-1]
+    # C given per group (built from theta_g[group]): one factorisation per group, gathered
+    group = group_gather(lift_grouped(C))
+    if group is not None:
+        P, logdet, ok = spd_inverse_logdet(group[0])
+        idx = group[1]
+        if W.ndim == 2:
+            # q_i = <P_g, w_i w_i^T>: summed over rows, tr(P_g S_g) with S_g the group's
+            # scatter matrix (local_sum_rows_of_quadratic_form)
+            q = pt.sum(P[idx] * (W[:, :, None] * W[:, None, :]), axis=(1, 2))
+        else:
+            q = _row_quadratic_forms(W, P[idx])
+        return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet[idx] + q), ok[idx]
     P, logdet, ok = spd_inverse_logdet(C)
     q = _row_quadratic_forms(W, P)
     return -0.5 * (pt.cast(m, "float64") * _LOG_2PI + logdet + q), ok
@@ -568,6 +585,30 @@ def _match_quadratic_form(var):
     return None
 
 
+def _match_grouped_quadratic_form(var):
+    """If ``var`` is ``sum(P[group] * O, axis=(1, 2))`` with ``O`` (the rows' outer products)
+    and ``group`` data, return (P, group, O)."""
+    node = var.owner
+    if node is None or not isinstance(node.op, Sum) or var.ndim != 1:
+        return None
+    if tuple(sorted(node.op.axis or ())) != (1, 2):
+        return None
+    (prod,) = node.inputs
+    pnode = prod.owner
+    if (
+        pnode is None
+        or not isinstance(pnode.op, Elemwise)
+        or not isinstance(pnode.op.scalar_op, ps.Mul)
+        or len(pnode.inputs) != 2
+    ):
+        return None
+    for a, b in (pnode.inputs, pnode.inputs[::-1]):
+        match = group_gather(a)
+        if match is not None and match[0].ndim == 3 and b.ndim == 3 and _is_data_only(b):
+            return match[0], match[1], b
+    return None
+
+
 def _row_broadcast(var) -> bool:
     return var.ndim == 1 and var.type.broadcastable[0]
 
@@ -587,6 +628,13 @@ class _RowSum:
             W, P = match
             self.found = True
             return pt.sum(P * pt.dot(W.T, W))
+        match = _match_grouped_quadratic_form(x)
+        if match is not None:
+            P, group, outer = match
+            self.found = True
+            n_groups = P.type.shape[0] if P.type.shape[0] is not None else P.shape[0]
+            scatter = pt.inc_subtensor(pt.zeros((n_groups, *outer.shape[1:]))[group], outer)
+            return pt.sum(P * scatter)
         node = x.owner
         if node is None:
             return pt.sum(x)
