@@ -131,14 +131,20 @@ def _release_noise(args, data, sensitivity=None):
     return "laplace", scale, math.sqrt(2.0) * scale
 
 
+def truncated_sensitivity(args):
+    """The Laplace sensitivity of a sum of n records in [--lower, --upper]: --sensitivity if
+    given, else the largest change one record can make."""
+    if args.sensitivity is not None:
+        return args.sensitivity
+    return max(abs(args.lower), abs(args.upper), args.upper - args.lower)
+
+
 def _truncated_range(args, data):
     import numpy as np
 
-    from .families.expfam import _truncated_sensitivity
-
     n = np.asarray(data["n"], dtype=float)
     text = f"[n * {args.lower:g}, n * {args.upper:g}] (n records in [--lower, --upper])"
-    return n * args.lower, n * args.upper, text, _truncated_sensitivity(args)
+    return n * args.lower, n * args.upper, text, truncated_sensitivity(args)
 
 
 #: per model: ``(args, data) -> (lower, upper, text, sensitivity)``, the range of the noise-free

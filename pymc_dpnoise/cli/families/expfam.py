@@ -10,6 +10,7 @@ records behind it.
 from __future__ import annotations
 
 from .._base import InputError, finite_float, positive_float
+from .._checks import truncated_sensitivity
 from .._columns import (
     candidates,
     check_values,
@@ -190,15 +191,9 @@ def _truncated_check(integer):
             f"the exact sensitivity of the bounds [{fmt(args.lower)}, {fmt(args.upper)}]: "
             "max(|lower|, |upper|, upper - lower)",
         )
-        check_scale(_truncated_sensitivity(args), args)
+        check_scale(truncated_sensitivity(args), args)
 
     return check
-
-
-def _truncated_sensitivity(args):
-    if args.sensitivity is not None:
-        return args.sensitivity
-    return max(abs(args.lower), abs(args.upper), args.upper - args.lower)
 
 
 def _truncated_build(cls_name, param, default_prior):
@@ -209,7 +204,7 @@ def _truncated_build(cls_name, param, default_prior):
 
         cls = getattr(distributions, cls_name)
         a, b = getattr(args, f"{param}_prior") or default_prior(args)
-        sens = _truncated_sensitivity(args)
+        sens = truncated_sensitivity(args)
         with pm.Model() as model:
             rate = pm.Gamma(param, alpha=a, beta=b)
             cls(
