@@ -147,6 +147,24 @@ def _truncated_range(args, data):
     return n * args.lower, n * args.upper, text, truncated_sensitivity(args)
 
 
+def _truncated_normal_range(args, data):
+    """Ranges of the pair (sum x, sum x^2) of n records in [--lower, --upper], one column each."""
+    import numpy as np
+
+    from ..mechanisms import truncated_normal_sum_sensitivity
+
+    lo, hi = args.lower, args.upper
+    sq_lo = 0.0 if lo <= 0.0 <= hi else min(lo * lo, hi * hi)
+    sq_hi = max(lo * lo, hi * hi)
+    n = np.asarray(data["n"], dtype=float).reshape(-1, 1)
+    text = (
+        f"[n * {lo:g}, n * {hi:g}] for sum x and [n * {sq_lo:g}, n * {sq_hi:g}] for sum x^2 "
+        "(n records in [--lower, --upper])"
+    )
+    sens = args.sensitivity or float(truncated_normal_sum_sensitivity(lo, hi))
+    return n * np.array([lo, sq_lo]), n * np.array([hi, sq_hi]), text, sens
+
+
 #: per model: ``(args, data) -> (lower, upper, text, sensitivity)``, the range of the noise-free
 #: value of a release and the Laplace noise's sensitivity (None: ``--sensitivity`` or 1)
 VALUE_RANGE = {
@@ -164,6 +182,7 @@ VALUE_RANGE = {
     ),
     "truncated-exponential": _truncated_range,
     "truncated-poisson": _truncated_range,
+    "truncated-normal": _truncated_normal_range,
 }  # fmt: skip
 
 
@@ -180,27 +199,31 @@ def count_tail_warnings(model_name: str, args, data, display: str) -> list[str]:
     if model_name not in VALUE_RANGE:
         return []
     z = data.get("z")
-    if not isinstance(z, np.ndarray) or z.ndim != 1 or not len(z):
+    if not isinstance(z, np.ndarray) or z.ndim not in (1, 2) or not len(z):
         return []
     lo, hi, range_text, sens = VALUE_RANGE[model_name](args, data)
     noise = _release_noise(args, data, sens)
     if noise is None:
         return []
     kind, param, sd = noise
+    if z.ndim == 2:  # several released sums per row (one column each), the same noise law
+        param, sd = (np.reshape(np.asarray(v, dtype=float), (-1, 1)) for v in (param, sd))
     with np.errstate(invalid="ignore"):
         distance = np.maximum(np.maximum(z - hi, lo - z), 0.0)
     log_bound = np.where(distance > 0, _log_tail_bound(kind, param, distance), 0.0)
-    far = log_bound + math.log(len(z)) < math.log(TAIL_WARN)
+    far = log_bound + math.log(z.size) < math.log(TAIL_WARN)
     if not far.any():
         return []
     worst = int(np.argmin(log_bound))
-    sds = float(np.broadcast_to(distance / sd, z.shape)[worst])
-    log10 = float(log_bound[worst]) / math.log(10.0)
-    more = f"; {int(far.sum())} rows like it" if far.sum() > 1 else ""
+    row = int(np.unravel_index(worst, z.shape)[0])
+    sds = float(np.broadcast_to(distance / sd, z.shape).flat[worst])
+    log10 = float(log_bound.flat[worst]) / math.log(10.0)
+    unit = "rows" if z.ndim == 1 else "releases"
+    more = f"; {int(far.sum())} {unit} like it" if far.sum() > 1 else ""
     noise_opt = f" (--noise {args.noise})" if getattr(args, "noise", None) else ""
     return [
-        f"{display}: data row {worst + 1}: release {z[worst]:g} lies "
-        f"{float(distance[worst]):g} beyond {range_text}, {sds:.3g} noise sds{noise_opt}: "
+        f"{display}: data row {row + 1}: release {z.flat[worst]:g} lies "
+        f"{float(distance.flat[worst]):g} beyond {range_text}, {sds:.3g} noise sds{noise_opt}: "
         f"noise that large has probability below 1e{math.ceil(log10)}{more}.  The releases "
         "are inconsistent with the declared range and the noise (check the bounds or --n, "
         "the budget or scale, --sensitivity); the posterior will sit at the edge of its range"

@@ -1564,6 +1564,29 @@ def test_releases_far_beyond_the_declared_range_warn_before_sampling(
             assert err.index("warning:") < err.index("sampling with pymc failed")
 
 
+def test_truncated_normal_sums_far_beyond_their_range_warn_before_sampling(
+    tmp_path, capsys, no_sampling
+):
+    """The pair (sum x, sum x^2) of 50 records in [-6, 8] lies in [-300, 400] x [0, 3200]; a
+    sum of squares 60 noise scales above 3200 warns (naming its row), one within reach or a
+    negative sum within [-300, 400] does not."""
+    from pymc_dpnoise.mechanisms import truncated_normal_sum_sensitivity
+
+    scale = float(truncated_normal_sum_sensitivity(-6.0, 8.0))  # epsilon 1
+    near = [(-290.0, 100.0), (10.0, 3200.0 + scale), (390.0, 3000.0)]
+    far = (10.0, 3200.0 + 60 * scale)
+    for rows, warns in ((near, False), ([*near, far], True)):
+        body = "".join(f"{a},{b},50\n" for a, b in rows)
+        p = _write(tmp_path / "tn.csv", "sx,sx2,records\n" + body)
+        assert main(["fit", "truncated-normal", p, *MODEL_ARGS["truncated-normal"], *FAST]) == 2
+        err = capsys.readouterr().err
+        warning = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+        assert len(warning) == int(warns), err
+        if warns:
+            assert f"data row {len(rows)}: release {far[1]:g}" in warning[0], warning[0]
+            assert "for sum x^2" in warning[0] and "inconsistent" in warning[0]
+
+
 def test_tail_bound_is_a_bound():
     """The warning's bound on P(noise >= d) is never below the exact tail of any kind."""
     from scipy import stats
