@@ -561,12 +561,12 @@ def _is_data_only(var) -> bool:
     return True
 
 
-def _match_quadratic_form(var):
-    """If ``var`` is ``sum((W @ P) * W, axis=1)`` (either factor order), return (W, P)."""
+def _summed_product(var, axes):
+    """If ``var`` is a 1-d ``sum(a * b, axis=axes)`` of two factors, return ``(a, b)``."""
     node = var.owner
     if node is None or not isinstance(node.op, Sum) or var.ndim != 1:
         return None
-    if tuple(node.op.axis or ()) not in ((1,), (-1,)):
+    if tuple(sorted(node.op.axis or ())) not in axes:
         return None
     (prod,) = node.inputs
     pnode = prod.owner
@@ -577,7 +577,15 @@ def _match_quadratic_form(var):
         or len(pnode.inputs) != 2
     ):
         return None
-    for a, b in (pnode.inputs, pnode.inputs[::-1]):
+    return pnode.inputs
+
+
+def _match_quadratic_form(var):
+    """If ``var`` is ``sum((W @ P) * W, axis=1)`` (either factor order), return (W, P)."""
+    factors = _summed_product(var, ((1,), (-1,)))
+    if factors is None:
+        return None
+    for a, b in (factors, factors[::-1]):
         if a.owner is not None and isinstance(a.owner.op, Dot) and a.owner.inputs[0] is b:
             W, P = a.owner.inputs
             if W.ndim == 2 and P.ndim == 2 and _is_data_only(W):
@@ -588,21 +596,10 @@ def _match_quadratic_form(var):
 def _match_grouped_quadratic_form(var):
     """If ``var`` is ``sum(P[group] * O, axis=(1, 2))`` with ``O`` (the rows' outer products)
     and ``group`` data, return (P, group, O)."""
-    node = var.owner
-    if node is None or not isinstance(node.op, Sum) or var.ndim != 1:
+    factors = _summed_product(var, ((1, 2),))
+    if factors is None:
         return None
-    if tuple(sorted(node.op.axis or ())) != (1, 2):
-        return None
-    (prod,) = node.inputs
-    pnode = prod.owner
-    if (
-        pnode is None
-        or not isinstance(pnode.op, Elemwise)
-        or not isinstance(pnode.op.scalar_op, ps.Mul)
-        or len(pnode.inputs) != 2
-    ):
-        return None
-    for a, b in (pnode.inputs, pnode.inputs[::-1]):
+    for a, b in (factors, factors[::-1]):
         match = group_gather(a)
         if match is not None and match[0].ndim == 3 and b.ndim == 3 and _is_data_only(b):
             return match[0], match[1], b
